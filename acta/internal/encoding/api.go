@@ -1,0 +1,71 @@
+package encoding
+
+// Policy selects how Encode chooses encodings (mirrors the Acta README's
+// WriterEncoding).
+type Policy uint8
+
+const (
+	// PolicyRaw writes plain layout and raw transform for every stream:
+	// byte-for-byte stable output.
+	PolicyRaw Policy = iota
+	// PolicyAdaptive profiles the column and keeps the smallest of raw and
+	// at most two specialized candidates (spec §12).
+	PolicyAdaptive
+	// PolicyFixed applies Options.Transform (or layout) to every value stream.
+	PolicyFixed
+)
+
+// StatsPolicy selects min/max statistics (mirrors WriterStatistics).
+type StatsPolicy uint8
+
+const (
+	StatsNone StatsPolicy = iota
+	StatsMinMax
+	StatsAutomatic
+)
+
+// Options configure Encode. The zero value is raw, uncompressed, no
+// statistics.
+type Options struct {
+	Policy    Policy
+	Transform uint16 // with PolicyFixed
+	// FixedLayout, with PolicyFixed, forces a layout (LayoutConstant,
+	// LayoutDictionary, LayoutRunLength) instead of a transform; 0 means use
+	// Transform under plain layout.
+	FixedLayout uint16
+	Codec       uint16 // CodecNone or CodecZstd
+	ZstdLevel   int    // 0 means the default (3)
+	Stats       StatsPolicy
+	// Primary is true for the file's primary column; StatsAutomatic then
+	// writes no statistic (the block header carries its bounds).
+	Primary bool
+}
+
+// Encoder encodes columns. It keeps scratch buffers and compressors across
+// calls; it is not safe for concurrent use.
+type Encoder struct {
+	opts Options
+}
+
+// NewEncoder returns an Encoder for opts, or an error naming the option that
+// is not valid (for example a fixed transform the class does not offer).
+func NewEncoder(opts Options) (*Encoder, error) {
+	return &Encoder{opts: opts}, nil
+}
+
+// Encode encodes one column of one block: rows rows, validity (nil when every
+// row is present; LSB-first bitmap otherwise) and the dense values of the
+// present rows. The returned Column's stream Data may alias the Encoder's
+// scratch and is valid until the next call.
+func (e *Encoder) Encode(class Class, width int, nullable bool, rows int, validity []byte, vals Values) (Column, error) {
+	return Column{}, ErrUnsupported
+}
+
+// Decode decodes one column of one block from its verified streams (stream
+// CRCs already checked by the caller). It returns the validity bitmap (nil
+// when every row is present) and the dense values. It charges budget before
+// each allocation and returns errors wrapping ErrCorrupt, ErrLimit or
+// ErrUnsupported.
+func Decode(class Class, width int, nullable bool, rows int, layout uint16, nullCount int, implicit bool, streams []Stream, budget *Budget) (validity []byte, vals Values, err error) {
+	return nil, Values{}, ErrUnsupported
+}
