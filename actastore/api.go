@@ -1,0 +1,97 @@
+// Package actastore is the series store: a durable series catalog with an
+// in-memory label index, a write-ahead log, in-memory head buffers, and one
+// Acta v0.2 file per series that head buffers are flushed into.
+//
+// Data flow (see DESIGN.md): Append validates and interns labels into
+// series refs, appends the batch to the WAL (group commit, fsync), returns,
+// and adds the samples to head buffers; flushes encode head buffers as
+// TS_SORTED Acta blocks; Select merges file blocks (pruned by their time
+// bounds) with the head.
+package actastore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// Sample is one float sample: T in milliseconds since the Unix epoch, V with
+// its exact IEEE 754 bits (stale markers included).
+type Sample struct {
+	T int64
+	V float64
+}
+
+// SeriesSamples is one series' samples in an append batch. Labels must be
+// sorted by name with unique, valid names and include __name__.
+type SeriesSamples struct {
+	Labels  labels.Labels
+	Samples []Sample
+}
+
+// AppendResult reports what one Append stored. A batch may be partly
+// accepted: rejected series or samples are counted and described in Errors,
+// and the rest is durable when Append returns nil.
+type AppendResult struct {
+	SamplesWritten  int     // samples stored (exact duplicates dropped silently count here)
+	SamplesRejected int     // samples refused, by any reason
+	Errors          []error // at most a few, each wrapping one of the sentinels below
+}
+
+// Sentinel errors of the store seam. Receivers map them to statuses with
+// errors.Is: the data errors to 400, ErrOverloaded to 429/503, others to 500.
+var (
+	// ErrInvalidSeries: the label set is empty, unsorted, has a duplicate or
+	// invalid name, or lacks __name__.
+	ErrInvalidSeries = errors.New("actastore: invalid series labels")
+	// ErrOutOfOrder: the sample is older than the out-of-order window allows.
+	ErrOutOfOrder = errors.New("actastore: out-of-order sample")
+	// ErrDuplicateSample: same timestamp as a stored sample, different value.
+	ErrDuplicateSample = errors.New("actastore: duplicate sample for timestamp")
+	// ErrTooManySeries: the series limit (cardinality) would be exceeded.
+	ErrTooManySeries = errors.New("actastore: series limit exceeded")
+	// ErrOverloaded: the WAL or head is over its budget; retry later.
+	ErrOverloaded = errors.New("actastore: overloaded, retry later")
+	// ErrQueryLimit: a Select would return more series or samples than allowed.
+	ErrQueryLimit = errors.New("actastore: query limit exceeded")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("actastore: store closed")
+)
+
+// SeriesSet iterates the series of a Select, sorted by labels.
+type SeriesSet interface {
+	Next() bool
+	At() Series
+	Err() error
+	Close() error
+}
+
+// Series is one selected series.
+type Series interface {
+	Labels() labels.Labels
+	// Iterator returns the series' samples in [mint, maxt], sorted by
+	// timestamp, without duplicates.
+	Iterator() SampleIterator
+}
+
+// SampleIterator iterates samples in timestamp order.
+type SampleIterator interface {
+	Next() bool
+	At() (t int64, v float64)
+	Err() error
+}
+
+// Querier is what the read paths use.
+type Querier interface {
+	// Select returns the series matching all matchers with their samples in
+	// [mint, maxt] (milliseconds, inclusive both ends, as remote read uses).
+	Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) SeriesSet
+}
+
+// Appender is what the receivers use.
+type Appender interface {
+	// Append stores a batch durably (per the WAL sync policy) before it
+	// returns. A non-nil error means nothing of the batch was acknowledged.
+	Append(ctx context.Context, batch []SeriesSamples) (AppendResult, error)
+}
