@@ -1,0 +1,50 @@
+package actastore
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// SyncPolicy says when an appended WAL batch is made durable.
+type SyncPolicy uint8
+
+const (
+	// SyncAlways fsyncs the WAL before Append returns (group commit: one
+	// fsync covers every concurrent appender). The default.
+	SyncAlways SyncPolicy = iota
+	// SyncInterval fsyncs the WAL every Options.SyncInterval; Append returns
+	// once the batch is written to the OS. A crash may lose up to one
+	// interval of acknowledged data.
+	SyncInterval
+)
+
+// Options configure a Store. Zero fields take the defaults documented on
+// each field.
+type Options struct {
+	WALSync         SyncPolicy
+	WALSyncInterval time.Duration // with SyncInterval; default 1s
+	WALSegmentSize  int64         // bytes; default 64 MiB
+
+	// BlockRows flushes a series' head into one Acta block when it holds
+	// this many samples. Default 4096.
+	BlockRows int
+	// MaxHeadAge flushes a series' head when its oldest buffered sample
+	// arrived this long ago (wall clock). Default 5m.
+	MaxHeadAge time.Duration
+	// OutOfOrderWindow is how far behind a series' newest sample a sample
+	// may be and still be accepted. 0 accepts any age. Default 0.
+	OutOfOrderWindow time.Duration
+
+	MaxOpenFiles    int   // open series file writers kept (LRU); default 256
+	MaxSeries       int   // 0 means unlimited
+	MaxQuerySeries  int   // per Select; 0 means unlimited
+	MaxQuerySamples int64 // per Select; 0 means unlimited
+
+	ZstdLevel int // codec level for flushed blocks; 0 means the default (3)
+
+	Logger     *slog.Logger          // default slog.Default()
+	Registerer prometheus.Registerer // nil registers nothing
+	Now        func() time.Time      // default time.Now; tests inject a clock
+}
