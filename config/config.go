@@ -1,0 +1,89 @@
+// Package config is the acta-remote server configuration: one YAML file whose
+// every key has a default, strict decoding (unknown keys are errors), and
+// validation whose errors name the offending key and the reason.
+//
+// The key reference with defaults and meanings lives in README.md and in
+// default.yaml (embedded: the server runs on it when no --config is given).
+package config
+
+import (
+	_ "embed"
+	"time"
+)
+
+// DefaultYAML is the embedded default configuration file. Default() parses it,
+// so the documented file and the built-in defaults cannot drift apart.
+//
+//go:embed default.yaml
+var DefaultYAML []byte
+
+// Config is the whole server configuration.
+type Config struct {
+	// Listen is the HTTP listen address (host:port). Default 127.0.0.1:9201,
+	// loopback only: exposing the server is a deliberate choice.
+	Listen string `yaml:"listen"`
+	// DataDir holds the WAL, the series catalog and the series files.
+	DataDir     string            `yaml:"data_dir"`
+	Log         LogConfig         `yaml:"log"`
+	Storage     StorageConfig     `yaml:"storage"`
+	RemoteWrite RemoteWriteConfig `yaml:"remote_write"`
+	RemoteRead  RemoteReadConfig  `yaml:"remote_read"`
+}
+
+// LogConfig selects the slog handler.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug, info, warn or error
+	Format string `yaml:"format"` // text or json
+}
+
+// StorageConfig maps onto actastore.Options.
+type StorageConfig struct {
+	// WALSync is "always" (fsync before acknowledging; group commit) or
+	// "interval" (fsync every WALSyncInterval; a crash may lose that much).
+	WALSync         string        `yaml:"wal_sync"`
+	WALSyncInterval time.Duration `yaml:"wal_sync_interval"`
+	WALSegmentSize  ByteSize      `yaml:"wal_segment_size"`
+	// BlockRows flushes a series' head into one Acta block at this many samples.
+	BlockRows int `yaml:"block_rows"`
+	// MaxHeadAge flushes a series' head when its oldest sample is this old.
+	MaxHeadAge time.Duration `yaml:"max_head_age"`
+	// OutOfOrderWindow: how far behind a series' newest sample a sample may
+	// be and still be accepted; 0 accepts any age.
+	OutOfOrderWindow time.Duration `yaml:"out_of_order_window"`
+	MaxOpenFiles     int           `yaml:"max_open_files"`
+	ZstdLevel        int           `yaml:"zstd_level"`
+	// MaxSeries is the cardinality limit; 0 means unlimited.
+	MaxSeries int `yaml:"max_series"`
+}
+
+// RemoteWriteConfig bounds what one remote-write request may cost.
+type RemoteWriteConfig struct {
+	// MaxBodyBytes caps the snappy-compressed request body (413 above it).
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// MaxDecodedBytes caps the length the snappy header declares, checked
+	// before anything is allocated (413 above it).
+	MaxDecodedBytes     ByteSize `yaml:"max_decoded_bytes"`
+	MaxSeriesPerRequest int      `yaml:"max_series_per_request"`
+	MaxLabelsPerSeries  int      `yaml:"max_labels_per_series"`
+	MaxLabelNameLength  int      `yaml:"max_label_name_length"`  // bytes
+	MaxLabelValueLength int      `yaml:"max_label_value_length"` // bytes
+	// MaxConcurrent requests decoded at once; more wait for a slot.
+	MaxConcurrent int `yaml:"max_concurrent"`
+}
+
+// RemoteReadConfig bounds what one remote-read request may cost.
+type RemoteReadConfig struct {
+	MaxBodyBytes    ByteSize `yaml:"max_body_bytes"`
+	MaxDecodedBytes ByteSize `yaml:"max_decoded_bytes"`
+	// MaxSamplesPerQuery: a query selecting more samples fails with 400
+	// (Prometheus's --storage.remote.read-sample-limit).
+	MaxSamplesPerQuery int64 `yaml:"max_samples_per_query"`
+	// MaxSeriesPerQuery: a query selecting more series fails with 400.
+	MaxSeriesPerQuery int `yaml:"max_series_per_query"`
+	// MaxConcurrent read requests served at once; more wait for a slot
+	// (Prometheus's --storage.remote.read-concurrent-limit).
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxBytesPerFrame bounds one STREAMED_XOR_CHUNKS frame, give or take a
+	// chunk (Prometheus's --storage.remote.read-max-bytes-in-frame).
+	MaxBytesPerFrame ByteSize `yaml:"max_bytes_per_frame"`
+}

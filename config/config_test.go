@@ -1,0 +1,112 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaults(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("embedded default is invalid: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"listen", c.Listen, "127.0.0.1:9201"},
+		{"data_dir", c.DataDir, "./data"},
+		{"log.level", c.Log.Level, "info"},
+		{"storage.wal_sync", c.Storage.WALSync, "always"},
+		{"storage.block_rows", c.Storage.BlockRows, 4096},
+		{"storage.max_head_age", c.Storage.MaxHeadAge, 5 * time.Minute},
+		{"storage.wal_segment_size", c.Storage.WALSegmentSize, ByteSize(64 << 20)},
+		{"remote_write.max_body_bytes", c.RemoteWrite.MaxBodyBytes, ByteSize(32 << 20)},
+		{"remote_write.max_decoded_bytes", c.RemoteWrite.MaxDecodedBytes, ByteSize(128 << 20)},
+		{"remote_read.max_samples_per_query", c.RemoteRead.MaxSamplesPerQuery, int64(50_000_000)},
+		{"remote_read.max_concurrent", c.RemoteRead.MaxConcurrent, 10},
+		{"remote_read.max_bytes_per_frame", c.RemoteRead.MaxBytesPerFrame, ByteSize(1 << 20)},
+	}
+	for _, ck := range checks {
+		if ck.got != ck.want {
+			t.Errorf("default %s = %v, want %v", ck.name, ck.got, ck.want)
+		}
+	}
+}
+
+func TestLoadGood(t *testing.T) {
+	c, err := Load(filepath.Join("testdata", "good_partial.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:0" || c.DataDir != "/tmp/acta" || c.Storage.BlockRows != 120 ||
+		c.Storage.MaxSeries != 5000 || c.RemoteWrite.MaxBodyBytes != 1<<20 ||
+		c.RemoteWrite.MaxDecodedBytes != 8_000_000 || c.Log.Format != "json" {
+		t.Errorf("overrides not applied: %+v", c)
+	}
+	// Keys the file omits keep their defaults.
+	if c.Storage.MaxHeadAge != 5*time.Minute || c.RemoteRead.MaxConcurrent != 10 || c.Log.Level != "info" {
+		t.Errorf("defaults lost: %+v", c)
+	}
+	e, err := Load(filepath.Join("testdata", "good_empty.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *e != *Default() {
+		t.Errorf("empty file should be all defaults: %+v", e)
+	}
+}
+
+// Each bad file holds one mistake; the error must name the key and why.
+func TestLoadBad(t *testing.T) {
+	f := func(file, key, reason string) {
+		t.Helper()
+		_, err := Load(filepath.Join("testdata", file))
+		if err == nil {
+			t.Errorf("%s: no error", file)
+			return
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, key) || !strings.Contains(msg, reason) {
+			t.Errorf("%s: error %q should name key %q and reason %q", file, msg, key, reason)
+		}
+	}
+	f("bad_unknown_top.yaml", "listne: unknown key (line 1)", "unknown key")
+	f("bad_unknown_nested.yaml", "storage.block_row: unknown key (line 2)", "unknown key")
+	f("bad_type_int.yaml", "storage.block_rows:", "cannot unmarshal !!str `many`")
+	f("bad_size.yaml", "remote_write.max_body_bytes:", `invalid size "32 parsecs"`)
+	f("bad_duration.yaml", "storage.max_head_age:", "soon")
+	f("bad_enum.yaml", "storage.wal_sync:", `got "sometimes"`)
+	f("bad_range.yaml", "storage.block_rows:", "must be between 1 and 1048576, got 0")
+	f("bad_listen.yaml", "listen:", "want host:port")
+	f("bad_decoded_below_body.yaml", "remote_write.max_decoded_bytes:", "must be at least remote_write.max_body_bytes")
+	f("bad_zstd.yaml", "storage.zstd_level:", "got 30")
+	f("bad_log_format.yaml", "log.format:", `got "xml"`)
+	f("bad_negative.yaml", "remote_read.max_concurrent:", "got -1")
+	f("bad_data_dir.yaml", "data_dir:", "must not be empty")
+}
+
+func TestParseByteSize(t *testing.T) {
+	f := func(in string, want ByteSize, ok bool) {
+		t.Helper()
+		got, err := ParseByteSize(in)
+		if (err == nil) != ok || got != want {
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d, ok=%v", in, got, err, want, ok)
+		}
+	}
+	f("4096", 4096, true)
+	f("64KiB", 64<<10, true)
+	f("32MiB", 32<<20, true)
+	f("2GiB", 2<<30, true)
+	f("1MB", 1_000_000, true)
+	f("10B", 10, true)
+	f("-1", 0, false)
+	f("1.5MiB", 0, false)
+	f("MiB", 0, false)
+	f("9999999999GiB", 0, false)
+	if s := ByteSize(32 << 20).String(); s != "32MiB" {
+		t.Errorf("String() = %q", s)
+	}
+}
