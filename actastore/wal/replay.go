@@ -1,0 +1,143 @@
+package wal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+)
+
+// ReplayStats says what Replay read and cut.
+type ReplayStats struct {
+	Segments  int
+	Records   int
+	Bytes     int64
+	TornBytes int64 // bytes cut from the tail of the last segment
+}
+
+// Replay calls fn for every record of every segment in dir, in order, with
+// the segment index. The payload slice is only valid during the call.
+//
+// A torn tail of the last segment is truncated away (the file is shortened
+// and synced) before Replay returns. A damaged record anywhere else returns a
+// *CorruptionError and stops; records before it were delivered. An error from
+// fn stops the replay and is returned as is.
+func Replay(dir string, fn func(segment int, payload []byte) error) (ReplayStats, error) {
+	var st ReplayStats
+	segs, err := Segments(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return st, nil
+		}
+		return st, err
+	}
+	for i, s := range segs {
+		last := i == len(segs)-1
+		path := filepath.Join(dir, SegmentName(s))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return st, fmt.Errorf("wal: read segment %08d: %w", s, err)
+		}
+		st.Segments++
+		off, recErr := scanSegment(data, func(p []byte) error {
+			st.Records++
+			return fn(s, p)
+		})
+		st.Bytes += off
+		if recErr == nil {
+			continue
+		}
+		var re *recordError
+		if !errors.As(recErr, &re) {
+			return st, recErr // from fn
+		}
+		if last && re.tornTail(data) {
+			st.TornBytes = int64(len(data)) - off
+			if err := truncateFile(path, off); err != nil {
+				return st, err
+			}
+			continue
+		}
+		return st, &CorruptionError{Dir: dir, Segment: s, Offset: off, Err: re.err}
+	}
+	return st, nil
+}
+
+// recordError is a framing failure at offset off of a segment's data.
+type recordError struct {
+	off int64
+	end int64 // where the bad record would end, if its length was sane
+	err error
+}
+
+func (e *recordError) Error() string { return e.err.Error() }
+
+// tornTail reports whether the damage at e can be an interrupted final
+// append: the record runs past the end of the data, or nothing but zero
+// bytes follows its start, or it is the last record and fails its checksum
+// (its declared end is the end of the data). A complete record with valid-looking data after it
+// is not torn, it is corruption.
+func (e *recordError) tornTail(data []byte) bool {
+	if errors.Is(e.err, errShort) {
+		return true
+	}
+	rest := data[e.off:]
+	if len(bytes.Trim(rest, "\x00")) == 0 {
+		return true
+	}
+	// A complete final record that fails its checksum: its bytes reached the
+	// file only in part. A bad length with data after it is not treated so:
+	// the writer never leaves a half-written header followed by more bytes.
+	return errors.Is(e.err, errChecksum) && e.end == int64(len(data))
+}
+
+// scanSegment calls fn for each record in data and returns the offset after
+// the last good record, with a *recordError when the data does not end
+// cleanly on a record boundary.
+func scanSegment(data []byte, fn func([]byte) error) (int64, error) {
+	var off int64
+	n := int64(len(data))
+	for off < n {
+		if n-off < headerSize {
+			return off, &recordError{off: off, end: n, err: errShort}
+		}
+		h := data[off : off+headerSize]
+		length := int64(binary.LittleEndian.Uint32(h[0:4]))
+		if length == 0 || length > MaxRecordSize {
+			return off, &recordError{off: off, end: n, err: fmt.Errorf("%w: %d", errLength, length)}
+		}
+		end := off + headerSize + length
+		if end > n {
+			return off, &recordError{off: off, end: end, err: errShort}
+		}
+		payload := data[off+headerSize : end]
+		crc := crc32.Update(0, castagnoli, h[0:4])
+		crc = crc32.Update(crc, castagnoli, payload)
+		if crc != binary.LittleEndian.Uint32(h[4:8]) {
+			return off, &recordError{off: off, end: end, err: errChecksum}
+		}
+		if err := fn(payload); err != nil {
+			return off, err
+		}
+		off = end
+	}
+	return off, nil
+}
+
+func truncateFile(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("wal: cut torn tail of %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("wal: cut torn tail of %s at %d: %w", path, size, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("wal: sync %s after cutting its tail: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+// Package wal is a segmented write-ahead log of opaque records. It knows
+// nothing about what a record holds: callers encode and decode payloads.
+//
+// A log is a directory of segment files named by an 8-digit decimal index
+// (00000000, 00000001, ...). Each segment is a sequence of framed records
+// (the layout is drawn in docs/format/wal.md and frozen):
+//
+//	┌───────────────┬───────────────┬──────────────────────┐
+//	│ length uint32 │ crc32c uint32 │ payload (length B)   │
+//	└───────────────┴───────────────┴──────────────────────┘
+//
+// Both integers are little endian. The CRC-32C (Castagnoli) covers the four
+// length bytes followed by the payload, so a damaged length is caught too.
+// A zero length is never written: a run of zero bytes at the end of a
+// segment (pre-allocated or never-written pages after a crash) is a torn
+// tail, not records.
+//
+// Writers append whole batches of records with one write(2) and make them
+// durable with Sync, which commits groups: while one caller fsyncs, later
+// callers queue, and the next fsync covers all of them.
+//
+// Reading tells two failures apart. In the last segment, a record that is
+// cut short or fails its checksum with nothing valid after it is a torn
+// tail: the write that produced it was never acknowledged, so Replay cuts it
+// off. Anywhere else, a bad record is corruption of acknowledged data and is
+// reported as a *CorruptionError naming segment and offset; Replay does not
+// guess past it.
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+)
+
+// Wire constants. Frozen: changing them makes existing logs unreadable.
+const (
+	headerSize = 8 // length uint32 + crc32c uint32
+	// MaxRecordSize bounds one record's payload so a damaged length cannot
+	// make a reader allocate gigabytes.
+	MaxRecordSize = 64 << 20
+)
+
+// castagnoli is built once: crc32 picks its hardware path by comparing table
+// pointers.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// CorruptionError reports a damaged record before the tail of a log.
+type CorruptionError struct {
+	Dir     string
+	Segment int
+	Offset  int64
+	Err     error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("wal: corruption in %s segment %08d at offset %d: %v", e.Dir, e.Segment, e.Offset, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// IsCorruption reports whether err is or wraps a *CorruptionError.
+func IsCorruption(err error) bool {
+	var ce *CorruptionError
+	return errors.As(err, &ce)
+}
+
+// ErrClosed is returned by a closed Log.
+var ErrClosed = errors.New("wal: log closed")
+
+var (
+	errShort    = errors.New("record cut short")
+	errChecksum = errors.New("record checksum mismatch")
+	errLength   = errors.New("record length out of range")
+)
+
+// SegmentName is the file name of segment i.
+func SegmentName(i int) string { return fmt.Sprintf("%08d", i) }
+
+// Segments lists the segment indexes present in dir, ascending. Files whose
+// names are not 8 decimal digits are ignored.
+func Segments(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
+	}
+	var segs []int
+	for _, e := range ents {
+		n := e.Name()
+		if len(n) != 8 || e.IsDir() {
+			continue
+		}
+		i, err := strconv.Atoi(n)
+		if err != nil || i < 0 {
+			continue
+		}
+		segs = append(segs, i)
+	}
+	sort.Ints(segs)
+	return segs, nil
+}
+
+// AppendRecord appends one framed record to dst.
+func AppendRecord(dst, payload []byte) []byte {
+	if len(payload) == 0 || len(payload) > MaxRecordSize {
+		panic(fmt.Sprintf("BUG: wal record of %d bytes (must be 1..%d)", len(payload), MaxRecordSize))
+	}
+	var h [headerSize]byte
+	binary.LittleEndian.PutUint32(h[0:4], uint32(len(payload)))
+	crc := crc32.Update(0, castagnoli, h[0:4])
+	crc = crc32.Update(crc, castagnoli, payload)
+	binary.LittleEndian.PutUint32(h[4:8], crc)
+	dst = append(dst, h[:]...)
+	return append(dst, payload...)
+}
+
+// Pos is a position in the log: the end of some appended records. Positions
+// order the way records were appended.
+type Pos struct {
+	Segment int
+	Offset  int64
+}
+
+// Less reports whether p comes before q.
+func (p Pos) Less(q Pos) bool {
+	return p.Segment < q.Segment || (p.Segment == q.Segment && p.Offset < q.Offset)
+}
+
+// Options configure a Log.
+type Options struct {
+	// SegmentSize starts a new segment once the current one holds at least
+	// this many bytes. Default 64 MiB.
+	SegmentSize int64
+}
+
+// Log appends records to the newest segment of a directory.
+type Log struct {
+	dir     string
+	segSize int64
+
+	mu      sync.Mutex // guards the fields below and the write offset
+	f       *os.File
+	seg     int
+	off     int64
+	closed  bool
+	sizeAll int64 // bytes in all live segments
+	buf     []byte
+
+	syncMu sync.Mutex // one fsync at a time; held while syncing
+	synced Pos        // everything before synced is durable (guarded by mu)
+}
+
+// Open starts a new segment after the last one present in dir (creating
+// dir when needed). Existing segments are left for Replay and are never
+// appended to, so a torn tail from a previous run is never extended.
+func Open(dir string, opts Options) (*Log, error) {
+	if opts.SegmentSize <= 0 {
+		opts.SegmentSize = 64 << 20
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	segs, err := Segments(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, segSize: opts.SegmentSize}
+	next := 0
+	for _, s := range segs {
+		if fi, err := os.Stat(filepath.Join(dir, SegmentName(s))); err == nil {
+			l.sizeAll += fi.Size()
+		}
+		next = s + 1
+	}
+	if err := l.openSegment(next); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// openSegment creates segment i and makes its directory entry durable, so
+// a record synced into it cannot vanish with its file name. Called with mu
+// held (or before the Log is shared).
+func (l *Log) openSegment(i int) error {
+	path := filepath.Join(l.dir, SegmentName(i))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("wal: create segment: %w", err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		f.Close()
+		return err
+	}
+	l.f, l.seg, l.off = f, i, 0
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("wal: open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("wal: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Append writes the records with one write call and returns the position
+// just after them. They are in the OS but not durable until Sync(pos).
+func (l *Log) Append(payloads ...[]byte) (Pos, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return Pos{}, ErrClosed
+	}
+	if l.off >= l.segSize {
+		if err := l.rotateLocked(); err != nil {
+			return Pos{}, err
+		}
+	}
+	l.buf = l.buf[:0]
+	for _, p := range payloads {
+		l.buf = AppendRecord(l.buf, p)
+	}
+	n, err := l.f.Write(l.buf)
+	l.off += int64(n)
+	l.sizeAll += int64(n)
+	if err != nil {
+		// A partial write leaves a torn record in the middle of the
+		// segment; start a fresh segment so later records stay readable.
+		// The torn bytes end the old segment, where Replay treats them as
+		// corruption only if later segments follow, so cut them now.
+		_ = l.f.Truncate(l.off - int64(n))
+		l.off -= int64(n)
+		l.sizeAll -= int64(n)
+		return Pos{}, fmt.Errorf("wal: append to segment %08d: %w", l.seg, err)
+	}
+	if cap(l.buf) > 4<<20 {
+		l.buf = nil // don't pin one huge batch's buffer
+	}
+	return Pos{Segment: l.seg, Offset: l.off}, nil
+}
+
+// rotateLocked syncs and closes the current segment and opens the next. The
+// old segment is synced first so "synced up to a later segment" implies every
+// earlier segment is durable.
+func (l *Log) rotateLocked() error {
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("wal: sync segment %08d: %w", l.seg, err)
+	}
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("wal: close segment %08d: %w", l.seg, err)
+	}
+	l.synced = Pos{Segment: l.seg, Offset: l.off}
+	return l.openSegment(l.seg + 1)
+}
+
+// Sync makes every record up to pos durable. Concurrent callers share
+// fsyncs: a caller whose records were covered by another's fsync returns
+// without one of its own.
+func (l *Log) Sync(pos Pos) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	if !l.synced.Less(pos) {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	f, end := l.f, Pos{Segment: l.seg, Offset: l.off}
+	l.mu.Unlock()
+	// fsync outside mu so appenders keep writing the next group meanwhile.
+	// A rotation cannot close f under us: rotation syncs and closes only with
+	// mu held, and it records synced itself, so if f was rotated away the
+	// Sync error below is for a file whose data is already durable.
+	if err := f.Sync(); err != nil {
+		l.mu.Lock()
+		covered := !l.synced.Less(pos)
+		l.mu.Unlock()
+		if covered {
+			return nil
+		}
+		return fmt.Errorf("wal: sync segment %08d: %w", end.Segment, err)
+	}
+	l.mu.Lock()
+	if l.synced.Less(end) {
+		l.synced = end
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// Cut ends the current segment (synced) and starts a new one, so everything
+// appended so far sits in segments below the returned index.
+func (l *Log) Cut() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, ErrClosed
+	}
+	if l.off == 0 {
+		return l.seg, nil
+	}
+	if err := l.rotateLocked(); err != nil {
+		return 0, err
+	}
+	return l.seg, nil
+}
+
+// Current is the index of the segment being appended to.
+func (l *Log) Current() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seg
+}
+
+// Size is the number of bytes in all live segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sizeAll
+}
+
+// TruncateBefore deletes every segment below seg (never the current one).
+// The caller guarantees their records are no longer needed.
+func (l *Log) TruncateBefore(seg int) error {
+	l.mu.Lock()
+	if seg > l.seg {
+		seg = l.seg
+	}
+	l.mu.Unlock()
+	segs, err := Segments(l.dir)
+	if err != nil {
+		return err
+	}
+	removed := false
+	for _, s := range segs {
+		if s >= seg {
+			break
+		}
+		path := filepath.Join(l.dir, SegmentName(s))
+		fi, _ := os.Stat(path)
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("wal: remove segment %08d: %w", s, err)
+		}
+		removed = true
+		if fi != nil {
+			l.mu.Lock()
+			l.sizeAll -= fi.Size()
+			l.mu.Unlock()
+		}
+	}
+	if removed {
+		return syncDir(l.dir)
+	}
+	return nil
+}
+
+// Close syncs and closes the current segment.
+func (l *Log) Close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	err := l.f.Sync()
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("wal: close segment %08d: %w", l.seg, err)
+	}
+	return nil
+}
