@@ -45,12 +45,29 @@ type Options struct {
 // calls; it is not safe for concurrent use.
 type Encoder struct {
 	opts Options
+	zstd *zstdEncoder // shared per level; nil without CodecZstd
+
+	// Scratch reused across calls: one arena per materialized candidate
+	// (raw plus at most two specialized), the compressed copies, the
+	// statistics and the returned stream slice.
+	cand    [3]candidate
+	zbuf    []byte
+	stats   []byte
+	streams []Stream
+	prof    profile
 }
 
 // NewEncoder returns an Encoder for opts, or an error naming the option that
 // is not valid (for example a fixed transform the class does not offer).
 func NewEncoder(opts Options) (*Encoder, error) {
-	return &Encoder{opts: opts}, nil
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	e := &Encoder{opts: opts}
+	if opts.Codec == CodecZstd {
+		e.zstd = sharedZstdEncoder(opts.ZstdLevel)
+	}
+	return e, nil
 }
 
 // Encode encodes one column of one block: rows rows, validity (nil when every
@@ -58,14 +75,5 @@ func NewEncoder(opts Options) (*Encoder, error) {
 // present rows. The returned Column's stream Data may alias the Encoder's
 // scratch and is valid until the next call.
 func (e *Encoder) Encode(class Class, width int, nullable bool, rows int, validity []byte, vals Values) (Column, error) {
-	return Column{}, ErrUnsupported
-}
-
-// Decode decodes one column of one block from its verified streams (stream
-// CRCs already checked by the caller). It returns the validity bitmap (nil
-// when every row is present) and the dense values. It charges budget before
-// each allocation and returns errors wrapping ErrCorrupt, ErrLimit or
-// ErrUnsupported.
-func Decode(class Class, width int, nullable bool, rows int, layout uint16, nullCount int, implicit bool, streams []Stream, budget *Budget) (validity []byte, vals Values, err error) {
-	return nil, Values{}, ErrUnsupported
+	return e.encode(class, width, nullable, rows, validity, vals)
 }
