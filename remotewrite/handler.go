@@ -1,0 +1,177 @@
+// Package remotewrite is the Prometheus Remote-Write 1.0 and 2.0 receiver:
+// POST /api/v1/write. It negotiates the message from Content-Type, bounds
+// the snappy body before decoding, decodes protobuf straight into store
+// batches, rejects invalid series one by one (storing the rest) and answers
+// with the Remote-Write 2.0 "written" headers.
+package remotewrite
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/acta-remote/acta-remote/actastore"
+)
+
+// Handler serves POST /api/v1/write.
+type Handler struct {
+	app actastore.Appender
+	lim Limits
+	log *slog.Logger
+	m   *metrics
+	sem chan struct{} // bounds concurrent decodes (memory)
+}
+
+// New returns the handler. reg may be nil.
+func New(app actastore.Appender, lim Limits, log *slog.Logger, reg prometheus.Registerer) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{app: app, lim: lim, log: log, m: newMetrics(reg), sem: make(chan struct{}, max(1, lim.MaxConcurrent))}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "remote write wants POST", http.StatusMethodNotAllowed)
+		return
+	}
+	typ, err := negotiate(r.Header)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	select {
+	case h.sem <- struct{}{}:
+		defer func() { <-h.sem }()
+	case <-r.Context().Done():
+		WriteError(w, fmt.Errorf("waiting for a remote-write slot: %w", r.Context().Err()))
+		return
+	}
+
+	s := getScratch()
+	defer putScratch(s)
+	var data []byte
+	s.raw, s.dec, data, err = ReadSnappyBody(w, r, s.raw, s.dec, h.lim.MaxBodyBytes, h.lim.MaxDecodedBytes)
+	if err != nil {
+		h.fail(w, typ, s, err)
+		return
+	}
+	if typ == msgV1 {
+		h.m.requests.WithLabelValues("1.0").Inc()
+		err = h.decodeV1(s, data)
+	} else {
+		h.m.requests.WithLabelValues("2.0").Inc()
+		err = h.decodeV2(s, data)
+	}
+	if err != nil {
+		h.fail(w, typ, s, err)
+		return
+	}
+	s.finish()
+
+	if len(s.batch) > 0 {
+		res, err := h.app.Append(r.Context(), s.batch)
+		if err != nil {
+			// Nothing of the batch was acknowledged: the whole request fails
+			// so a retryable status makes the sender send it all again.
+			h.m.samplesRejected.WithLabelValues(reasonOf(err)).Add(float64(s.stats.samples))
+			s.stats.rejectedSamples = s.stats.samples
+			h.log.Warn("remote write: store refused batch", "err", err, "series", len(s.batch))
+			h.fail(w, typ, s, err)
+			return
+		}
+		s.stats.samplesWritten = res.SamplesWritten
+		for _, e := range res.Errors {
+			s.reject(0, e)
+		}
+		if res.SamplesRejected > 0 {
+			s.stats.rejectedSamples += res.SamplesRejected
+			reason := "store_error"
+			if len(res.Errors) > 0 {
+				reason = reasonOf(res.Errors[0])
+			}
+			s.reason[reason] += res.SamplesRejected
+			if len(res.Errors) == 0 {
+				s.reject(0, fmt.Errorf("%w: store rejected %d samples", ErrBadRequest, res.SamplesRejected))
+			}
+		}
+	}
+	h.account(s)
+
+	if typ == msgV2 {
+		setWritten(w, s.stats.samplesWritten)
+	}
+	if s.nerrs == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	// A partial write: the valid series are stored; the status says the
+	// rest must not be retried (Remote-Write 2.0 spec, "Partial Write").
+	code := http.StatusBadRequest
+	for _, e := range s.errs {
+		if c := StatusOf(e); c > code && c < 500 {
+			code = c
+		}
+	}
+	msg := fmt.Sprintf("%d of %d samples rejected (%d problems); stored %d samples of %d valid series: %s",
+		s.stats.rejectedSamples, s.stats.samples, s.nerrs, s.stats.samplesWritten, len(s.batch), joinErrs(s.errs, s.nerrs))
+	h.log.Info("remote write: partial rejection", "status", code, "detail", msg)
+	http.Error(w, msg, code)
+}
+
+// fail answers a request of which nothing was stored.
+func (h *Handler) fail(w http.ResponseWriter, typ msgType, s *scratch, err error) {
+	if typ == msgV2 {
+		setWritten(w, 0)
+	}
+	if code := StatusOf(err); code >= 500 {
+		h.log.Error("remote write failed", "status", code, "err", err)
+	} else {
+		h.log.Debug("remote write refused", "status", code, "err", err)
+	}
+	WriteError(w, err)
+}
+
+// setWritten sets the Remote-Write 2.0 response headers. Histograms and
+// exemplars are never stored yet, so they are always reported as 0 written,
+// which tells a 2.0 sender exactly what was dropped.
+func setWritten(w http.ResponseWriter, samples int) {
+	w.Header().Set(headerSamplesWritten, strconv.Itoa(samples))
+	w.Header().Set(headerHistogramsWritten, "0")
+	w.Header().Set(headerExemplarsWritten, "0")
+}
+
+func (h *Handler) account(s *scratch) {
+	h.m.samplesWritten.Add(float64(s.stats.samplesWritten))
+	for reason, n := range s.reason {
+		h.m.samplesRejected.WithLabelValues(reason).Add(float64(n))
+	}
+	for _, e := range s.errs {
+		h.m.seriesRejected.WithLabelValues(reasonOf(e)).Inc()
+	}
+	if s.stats.histograms > 0 {
+		h.m.notStored.WithLabelValues("histogram").Add(float64(s.stats.histograms))
+	}
+	if s.stats.exemplars > 0 {
+		h.m.notStored.WithLabelValues("exemplar").Add(float64(s.stats.exemplars))
+	}
+	if s.stats.metadata > 0 {
+		h.m.notStored.WithLabelValues("metadata").Add(float64(s.stats.metadata))
+	}
+}
+
+func joinErrs(errs []error, total int) string {
+	parts := make([]string, 0, len(errs)+1)
+	for _, e := range errs {
+		parts = append(parts, e.Error())
+	}
+	if total > len(errs) {
+		parts = append(parts, fmt.Sprintf("and %d more", total-len(errs)))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,142 @@
+package remotewrite
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+
+	"github.com/acta-remote/acta-remote/actastore"
+)
+
+const (
+	ctV1 = "application/x-protobuf;proto=prometheus.WriteRequest"
+	ctV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
+)
+
+// memAppender records batches; err/res let a test script the store's answer.
+type memAppender struct {
+	mu     sync.Mutex
+	series []actastore.SeriesSamples // deep copies
+	err    error
+	errs   []error
+}
+
+func (m *memAppender) Append(_ context.Context, batch []actastore.SeriesSamples) (actastore.AppendResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return actastore.AppendResult{}, m.err
+	}
+	n := 0
+	for _, s := range batch {
+		m.series = append(m.series, actastore.SeriesSamples{Labels: s.Labels, Samples: append([]actastore.Sample(nil), s.Samples...)})
+		n += len(s.Samples)
+	}
+	return actastore.AppendResult{SamplesWritten: n, Errors: m.errs}, nil
+}
+
+var testLimits = Limits{
+	MaxBodyBytes:        64 << 10,
+	MaxDecodedBytes:     256 << 10,
+	MaxSeriesPerRequest: 100,
+	MaxLabelsPerSeries:  8,
+	MaxLabelNameLength:  32,
+	MaxLabelValueLength: 64,
+	MaxConcurrent:       4,
+}
+
+func newServer(t testing.TB, app actastore.Appender) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(New(app, testLimits, nil, nil))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type answer struct {
+	code    int
+	body    string
+	header  http.Header
+	written string
+}
+
+func post(t testing.TB, url, ct, enc string, body []byte) answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	if enc != "" {
+		req.Header.Set("Content-Encoding", enc)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, string(b), resp.Header, resp.Header.Get(headerSamplesWritten)}
+}
+
+func v1Body(t testing.TB, ts ...prompb.TimeSeries) []byte {
+	t.Helper()
+	b, err := (&prompb.WriteRequest{Timeseries: ts}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snappy.Encode(nil, b)
+}
+
+func v2Body(t testing.TB, req *writev2.Request) []byte {
+	t.Helper()
+	b, err := req.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snappy.Encode(nil, b)
+}
+
+// v2Req symbolizes label sets (each "name", "value", ...) with one sample each.
+func v2Req(sets ...[]string) *writev2.Request {
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{}
+	for i, set := range sets {
+		var refs []uint32
+		for _, s := range set {
+			refs = append(refs, st.Symbolize(s))
+		}
+		req.Timeseries = append(req.Timeseries, writev2.TimeSeries{
+			LabelsRefs: refs,
+			Samples:    []writev2.Sample{{Value: float64(i), Timestamp: 1000 + int64(i)}},
+		})
+	}
+	req.Symbols = st.Symbols()
+	return req
+}
+
+func pbLabels(kv ...string) []prompb.Label {
+	var out []prompb.Label
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, prompb.Label{Name: kv[i], Value: kv[i+1]})
+	}
+	return out
+}
+
+func series(kv ...string) prompb.TimeSeries {
+	return prompb.TimeSeries{Labels: pbLabels(kv...), Samples: []prompb.Sample{{Value: 1, Timestamp: 1000}}}
+}
+
+func lbls(kv ...string) labels.Labels { return labels.FromStrings(kv...) }
+
+func labelsEqual(a, b labels.Labels) bool { return labels.Equal(a, b) }

@@ -1,0 +1,42 @@
+package remotewrite
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	samplesWritten  prometheus.Counter
+	samplesRejected *prometheus.CounterVec // by reason
+	seriesRejected  *prometheus.CounterVec // by reason
+	notStored       *prometheus.CounterVec // by kind: histogram, exemplar, metadata
+	requests        *prometheus.CounterVec // by protocol version
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		samplesWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_remote_write_samples_written_total",
+			Help: "Float samples acknowledged to remote-write senders.",
+		}),
+		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acta_remote_write_samples_rejected_total",
+			Help: "Float samples refused, by reason (invalid_series, limit, out_of_order, duplicate, too_many_series, overloaded, store_error).",
+		}, []string{"reason"}),
+		seriesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acta_remote_write_series_rejected_total",
+			Help: "Series refused while decoding, by reason.",
+		}, []string{"reason"}),
+		notStored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acta_remote_write_unsupported_total",
+			Help: "Items accepted but not stored because the store does not support them yet, by kind.",
+		}, []string{"kind"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acta_remote_write_requests_by_version_total",
+			Help: "Decoded remote-write requests by protocol version (1.0, 2.0).",
+		}, []string{"version"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.samplesWritten, m.samplesRejected, m.seriesRejected, m.notStored, m.requests)
+	}
+	return m
+}

@@ -1,0 +1,100 @@
+package remotewrite
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/acta-remote/acta-remote/actastore"
+)
+
+// scratch is one request's working memory, pooled so a steady stream of
+// requests allocates little beyond the label sets the store keeps.
+type scratch struct {
+	raw, dec []byte // compressed body, decoded protobuf
+
+	batch   []actastore.SeriesSamples
+	samples []actastore.Sample // arena; batch[i].Samples are slices of it
+	spans   []span             // batch[i]'s range in samples, fixed after decoding
+	pairs   []pair             // the series being decoded, names/values alias dec
+	symbols []string           // Remote-Write 2.0 symbols, alias dec
+	sb      labels.ScratchBuilder
+
+	stats  stats
+	errs   []error // rejections, the first maxErrors kept for the answer
+	nerrs  int     // all rejections
+	reason map[string]int
+}
+
+type span struct{ lo, hi int }
+
+type pair struct{ name, value string }
+
+// stats is what one request carried and what became of it.
+type stats struct {
+	series, samples, histograms, exemplars, metadata int
+	rejectedSamples                                  int
+	samplesWritten                                   int
+}
+
+// maxErrors bounds the rejection messages kept per request: the answer
+// must stay readable and small even when every series is bad.
+const maxErrors = 8
+
+// maxPooledBytes: larger buffers are dropped instead of pooled, so one huge
+// request does not pin its memory for the life of the process.
+const maxPooledBytes = 16 << 20
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{reason: map[string]int{}} }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func putScratch(s *scratch) {
+	if cap(s.raw) > maxPooledBytes || cap(s.dec) > maxPooledBytes || cap(s.samples) > maxPooledBytes/16 {
+		return
+	}
+	clear(s.batch) // drop label references so the store's copies can be freed
+	s.batch = s.batch[:0]
+	s.samples = s.samples[:0]
+	s.spans = s.spans[:0]
+	s.pairs = s.pairs[:0]
+	clear(s.symbols)
+	s.symbols = s.symbols[:0]
+	clear(s.errs)
+	s.errs = s.errs[:0]
+	s.nerrs = 0
+	s.stats = stats{}
+	clear(s.reason)
+	scratchPool.Put(s)
+}
+
+// reject records one rejected series or sample group.
+func (s *scratch) reject(samples int, err error) {
+	s.stats.rejectedSamples += samples
+	s.reason[reasonOf(err)] += samples
+	s.nerrs++
+	if len(s.errs) < maxErrors {
+		s.errs = append(s.errs, err)
+	}
+}
+
+// aliasStrings: with the default stringlabels build, ScratchBuilder.Labels
+// copies every name and value into one new string, so strings may alias the
+// pooled decode buffer. Other label builds keep the strings themselves, so
+// they get real copies.
+var aliasStrings = labels.ImplementationName == "stringlabels"
+
+func str(b []byte) string {
+	if aliasStrings {
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	return string(b)
+}
+
+// finish points each batch entry at its samples once the arena stops growing.
+func (s *scratch) finish() {
+	for i, sp := range s.spans {
+		s.batch[i].Samples = s.samples[sp.lo:sp.hi:sp.hi]
+	}
+}
