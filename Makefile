@@ -1,0 +1,37 @@
+# acta-remote. `make test` is the one test command: vet, unit tests, a short
+# run of every fuzz target, then the end-to-end tests against real Prometheus
+# (built from the Go module proxy on first use, about 10 minutes on 2 cores).
+
+GO       ?= go
+FUZZTIME ?= 10s
+BIN      ?= bin/acta-remote
+# Arguments for `make run`, e.g. make run ARGS='--config acta-remote.yml'.
+ARGS     ?=
+
+.PHONY: all build run test vet unit fuzz e2e clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/acta-remote
+
+run:
+	$(GO) run ./cmd/acta-remote $(ARGS)
+
+test: vet unit fuzz e2e
+
+vet:
+	$(GO) vet ./...
+	cd e2e && $(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 -timeout 30m ./...
+
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)
+
+e2e:
+	cd e2e && $(GO) test -count=1 -timeout 60m -v ./...
+
+clean:
+	rm -rf bin
