@@ -238,4 +238,3 @@ func filterPrimary(a Array, rows int, r PrimaryRange, sorted bool) (lo, hi int, 
 	}
 	return 0, 0, idx
 }
-
