@@ -50,11 +50,14 @@ type Encoder struct {
 	// Scratch reused across calls: one arena per materialized candidate
 	// (raw plus at most two specialized), the compressed copies, the
 	// statistics and the returned stream slice.
-	cand    [3]candidate
-	zbuf    []byte
-	stats   []byte
-	streams []Stream
-	prof    profile
+	cand      [3]candidate
+	stats     []byte
+	prof      profile
+	nums      []uint64 // dense values as uint64 keys
+	kmap      map[uint64]uint16
+	smap      map[string]uint16
+	dictFirst []int32  // first position of each dictionary entry
+	idx       []uint16 // dictionary entry of each value
 }
 
 // NewEncoder returns an Encoder for opts, or an error naming the option that

@@ -34,10 +34,13 @@ func (o Options) check() error {
 // candidate is one materialized encoding of a column: its layout and its
 // streams' transformed bytes, all kept in one reusable arena.
 type candidate struct {
-	layout  uint16
-	buf     []byte
-	streams []Stream
-	spans   []int // start, end offsets in buf per stream
+	layout     uint16
+	buf        []byte
+	streams    []Stream
+	spans      []int // start, end offsets in buf per stream
+	z          []byte
+	zspans     []int
+	compressed bool
 }
 
 func (c *candidate) reset(layout uint16) {
@@ -45,6 +48,7 @@ func (c *candidate) reset(layout uint16) {
 	c.buf = c.buf[:0]
 	c.streams = c.streams[:0]
 	c.spans = c.spans[:0]
+	c.compressed = false
 }
 
 // add records that buf[start:] is one stream.
@@ -110,41 +114,54 @@ func (e *Encoder) encode(class Class, width int, nullable bool, rows int, validi
 			return Column{}, err
 		}
 	}
+	e.compress(c)
 	out.Layout = c.layout
-	out.Streams = e.compress(c)
+	out.Streams = c.streams
 	return out, nil
 }
 
 // compress applies the codec to every stream of c, keeping a compressed
-// stream only when it saves at least 8 bytes (spec §10), and returns the
-// Encoder's stream slice.
-func (e *Encoder) compress(c *candidate) []Stream {
-	e.streams = append(e.streams[:0], c.streams...)
-	if e.zstd == nil {
-		return e.streams
+// stream only when it saves at least 8 bytes (spec §10).
+func (e *Encoder) compress(c *candidate) {
+	if e.zstd == nil || c.compressed {
+		return
 	}
-	e.zbuf = e.zbuf[:0]
-	type span struct{ i, start, end int }
-	var kept [8]span
-	n := 0
-	for i := range e.streams {
-		s := &e.streams[i]
-		start := len(e.zbuf)
-		e.zbuf = e.zstd.encode(e.zbuf, s.Data)
-		if len(e.zbuf)-start+zstdMinSaving > len(s.Data) {
-			e.zbuf = e.zbuf[:start]
+	c.compressed = true
+	c.z = c.z[:0]
+	for i := range c.streams {
+		s := &c.streams[i]
+		start := len(c.z)
+		c.z = e.zstd.encode(c.z, s.Data)
+		if len(c.z)-start+zstdMinSaving > len(s.Data) {
+			c.z = c.z[:start]
 			continue
 		}
-		kept[n] = span{i, start, len(e.zbuf)}
-		n++
-	}
-	for _, k := range kept[:n] {
-		s := &e.streams[k.i]
 		s.Codec = CodecZstd
-		s.Data = e.zbuf[k.start:k.end:k.end]
+		s.RawLen = uint64(len(s.Data))
+		// Data is fixed below, once c.z stops moving.
+		c.zspans = append(c.zspans, i, start, len(c.z))
 	}
-	return e.streams
+	for k := 0; k < len(c.zspans); k += 3 {
+		i, a, b := c.zspans[k], c.zspans[k+1], c.zspans[k+2]
+		c.streams[i].Data = c.z[a:b:b]
+	}
+	c.zspans = c.zspans[:0]
 }
+
+// storedCost is what c costs in a frame: each stream's descriptor plus its
+// stored bytes padded to eight.
+func (c *candidate) storedCost() int {
+	n := 0
+	for _, s := range c.streams {
+		n += streamDescriptorSize + pad8(len(s.Data))
+	}
+	return n
+}
+
+func pad8(n int) int { return (n + 7) &^ 7 }
+
+// streamDescriptorSize is the 48-byte stream descriptor of spec §8.2.
+const streamDescriptorSize = 48
 
 // zstdMinSaving is spec §10's reference heuristic: compression must save at
 // least eight stored bytes (one descriptor's bookkeeping) to be kept.
