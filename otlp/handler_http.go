@@ -1,0 +1,199 @@
+package otlp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+)
+
+// Paths are where OTLP/HTTP metrics are accepted: the OTLP default, and the
+// paths Prometheus (--web.enable-otlp-receiver) and Mimir use, so existing
+// exporter configs work unchanged. The Collector's otlphttp exporter appends
+// /v1/metrics to its endpoint.
+var Paths = []string{"/v1/metrics", "/api/v1/otlp/v1/metrics", "/otlp/v1/metrics"}
+
+// RegisterRoutes mounts Handler on every path in Paths.
+func (r *Receiver) RegisterRoutes(router *mux.Router) {
+	h := r.Handler()
+	for _, p := range Paths {
+		router.Handle(p, h)
+	}
+}
+
+// Handler serves OTLP/HTTP ExportMetricsServiceRequest on whatever path it
+// is mounted (OTLP/HTTP spec, "OTLP/HTTP Request"/"Response"): POST only;
+// application/x-protobuf or application/json, optionally Content-Encoding:
+// gzip. Answers, in the request's encoding:
+//
+//	200 ExportMetricsServiceResponse, partial_success listing rejected points
+//	400 google.rpc.Status: undecodable body (bad protobuf, JSON or gzip)
+//	405 not POST; 415 other content types or encodings (text/plain)
+//	413 google.rpc.Status: body over max_body_bytes, or gzip output over
+//	    max_decompressed_bytes
+//	503 google.rpc.Status + Retry-After: store overloaded or closing
+//	500 google.rpc.Status: store failure
+func (r *Receiver) Handler() http.Handler {
+	return http.HandlerFunc(r.serveHTTP)
+}
+
+// errTooLarge marks a body over one of the byte caps.
+var errTooLarge = errors.New("request body too large")
+
+func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "405 method not allowed, supported: [POST]", http.StatusMethodNotAllowed)
+		return
+	}
+	enc := encoderFor(req.Header.Get("Content-Type"))
+	if enc == nil {
+		http.Error(w, fmt.Sprintf("415 unsupported media type %q, supported: [%s, %s]",
+			req.Header.Get("Content-Type"), contentTypeProtobuf, contentTypeJSON), http.StatusUnsupportedMediaType)
+		return
+	}
+	gz := false
+	switch ce := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); ce {
+	case "", "identity":
+	case "gzip":
+		gz = true
+	default:
+		http.Error(w, fmt.Sprintf("415 unsupported content encoding %q, supported: [gzip, identity]", ce),
+			http.StatusUnsupportedMediaType)
+		return
+	}
+
+	buf := r.getBuffer()
+	defer r.putBuffer(buf)
+	if err := r.readBody(w, req, gz, buf); err != nil {
+		if errors.Is(err, errTooLarge) {
+			r.writeStatus(w, enc, http.StatusRequestEntityTooLarge, codes.InvalidArgument, err.Error())
+		} else {
+			r.writeStatus(w, enc, http.StatusBadRequest, codes.InvalidArgument, err.Error())
+		}
+		return
+	}
+	otlpReq, err := enc.unmarshalRequest(buf.Bytes())
+	if err != nil {
+		r.writeStatus(w, enc, http.StatusBadRequest, codes.InvalidArgument,
+			fmt.Sprintf("cannot decode %s ExportMetricsServiceRequest: %v", enc.contentType(), err))
+		return
+	}
+
+	resp, err := r.export(req.Context(), otlpReq.Metrics())
+	if err != nil {
+		ee, _ := errors.AsType[*exportError](err) // export fails with nothing else
+		if ee.outcome == outcomeRetry {
+			w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
+		} else {
+			r.logger.Error("otlp: cannot store metrics", "err", err)
+		}
+		r.writeStatus(w, enc, ee.httpStatus, ee.code, err.Error())
+		return
+	}
+	body, err := enc.marshalResponse(resp)
+	if err != nil {
+		r.writeStatus(w, enc, http.StatusInternalServerError, codes.Internal, "cannot encode response: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", enc.contentType())
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// readBody reads the request body into buf, bounded twice: at most
+// max_body_bytes off the wire, and for gzip at most max_decompressed_bytes
+// out of the decompressor, which streams so a gzip bomb never expands
+// beyond the cap.
+func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, gz bool, buf *bytes.Buffer) error {
+	maxBody, maxOut := int64(r.cfg.MaxBodyBytes), int64(r.cfg.MaxDecompressedBytes)
+	if req.ContentLength > maxBody {
+		return fmt.Errorf("%w: Content-Length %d exceeds max_body_bytes %d", errTooLarge, req.ContentLength, maxBody)
+	}
+	body := http.MaxBytesReader(w, req.Body, maxBody)
+	wireErr := func(err error) error {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return fmt.Errorf("%w: body exceeds max_body_bytes %d", errTooLarge, maxBody)
+		}
+		return fmt.Errorf("cannot read body: %w", err)
+	}
+	if !gz {
+		if req.ContentLength > 0 {
+			buf.Grow(int(req.ContentLength))
+		}
+		if _, err := buf.ReadFrom(body); err != nil {
+			return wireErr(err)
+		}
+		return nil
+	}
+
+	zr, err := r.getGzip(body)
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return wireErr(err)
+		}
+		return fmt.Errorf("cannot read gzip body: %w", err)
+	}
+	defer r.gzips.Put(zr)
+	n, err := buf.ReadFrom(io.LimitReader(zr, maxOut+1))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return wireErr(err)
+		}
+		return fmt.Errorf("cannot read gzip body: %w", err)
+	}
+	if n > maxOut {
+		return fmt.Errorf("%w: gzip body decompresses beyond max_decompressed_bytes %d", errTooLarge, maxOut)
+	}
+	return nil
+}
+
+func (r *Receiver) getGzip(src io.Reader) (*gzip.Reader, error) {
+	if zr, ok := r.gzips.Get().(*gzip.Reader); ok {
+		if err := zr.Reset(src); err != nil {
+			r.gzips.Put(zr)
+			return nil, err
+		}
+		return zr, nil
+	}
+	return gzip.NewReader(src)
+}
+
+// maxPooledBuffer keeps one huge request from pinning its buffer forever.
+const maxPooledBuffer = 4 << 20
+
+func (r *Receiver) getBuffer() *bytes.Buffer {
+	if b, ok := r.bodies.Get().(*bytes.Buffer); ok {
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func (r *Receiver) putBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBuffer {
+		return
+	}
+	b.Reset()
+	r.bodies.Put(b)
+}
+
+// writeStatus answers with a google.rpc.Status in the request's encoding,
+// as the OTLP/HTTP spec asks for failures.
+func (r *Receiver) writeStatus(w http.ResponseWriter, enc encoder, httpStatus int, code codes.Code, msg string) {
+	body, err := enc.marshalStatus(&spb.Status{Code: int32(code), Message: msg})
+	if err != nil { // cannot happen for a two-field message; answer anyway
+		http.Error(w, msg, httpStatus)
+		return
+	}
+	w.Header().Set("Content-Type", enc.contentType())
+	w.WriteHeader(httpStatus)
+	_, _ = w.Write(body)
+}

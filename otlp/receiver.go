@@ -1,0 +1,108 @@
+package otlp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"google.golang.org/grpc/codes"
+
+	"github.com/acta-remote/acta-remote/actastore"
+)
+
+// Receiver accepts OTLP metrics over HTTP (Handler, RegisterRoutes) and
+// gRPC (NewGRPCServer), translates them and appends them to the store. It
+// is safe for concurrent use.
+type Receiver struct {
+	cfg         Config
+	app         actastore.Appender
+	logger      *slog.Logger
+	translators sync.Pool // *Translator
+	bodies      sync.Pool // *bytes.Buffer, see handler_http.go
+	gzips       sync.Pool // *gzip.Reader
+}
+
+// New returns a Receiver appending to app. cfg is validated; logger may be
+// nil (slog.Default()).
+func New(cfg Config, app actastore.Appender, logger *slog.Logger) (*Receiver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("otlp: invalid config: %w", err)
+	}
+	if app == nil {
+		return nil, errors.New("otlp: nil appender")
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	r := &Receiver{cfg: cfg, app: app, logger: logger}
+	r.translators.New = func() any { return NewTranslator(cfg) }
+	return r, nil
+}
+
+// exportError is a whole-request failure: nothing was acknowledged.
+type exportError struct {
+	outcome    outcome // outcomeRetry or outcomeInternal
+	httpStatus int
+	code       codes.Code
+	err        error
+}
+
+func (e *exportError) Error() string { return e.err.Error() }
+func (e *exportError) Unwrap() error { return e.err }
+
+// export translates md, appends it in one batch (one WAL commit) and builds
+// the OTLP response. Rejected data points (translation or store data
+// errors) are reported in partial_success; a non-nil error means the store
+// failed as a whole and nothing was acknowledged.
+func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.ExportResponse, error) {
+	t := r.translators.Get().(*Translator)
+	tr := t.Translate(md)
+	r.translators.Put(t)
+
+	rejected := tr.Rejected
+	reasons := tr.Reasons
+	if len(tr.Series) > 0 {
+		res, err := r.app.Append(ctx, tr.Series)
+		accepted := tr.DataPoints - tr.Rejected
+		switch out, status, code := classifyStoreError(err); out {
+		case outcomeOK:
+			if res.SamplesRejected > 0 {
+				// The store counts samples, OTLP data points; a histogram data
+				// point is many samples. Count each rejected sample as a data
+				// point, capped at what we sent: an upper bound.
+				rejected += min(res.SamplesRejected, accepted)
+				reasons = append(reasons, storeReasons(res)...)
+			}
+		case outcomeRejected:
+			rejected += accepted
+			reasons = append(reasons, fmt.Sprintf("store refused the batch: %v", err))
+		default:
+			return pmetricotlp.ExportResponse{}, &exportError{outcome: out, httpStatus: status, code: code, err: err}
+		}
+	}
+
+	resp := pmetricotlp.NewExportResponse()
+	if rejected > 0 || len(reasons) > 0 {
+		ps := resp.PartialSuccess()
+		ps.SetRejectedDataPoints(int64(rejected))
+		ps.SetErrorMessage(fmt.Sprintf("%d of %d data points rejected: %s",
+			rejected, tr.DataPoints, strings.Join(reasons, "; ")))
+	}
+	return resp, nil
+}
+
+func storeReasons(res actastore.AppendResult) []string {
+	out := []string{fmt.Sprintf("store rejected %d of the batch's samples", res.SamplesRejected)}
+	for i, err := range res.Errors {
+		if i == 3 {
+			break
+		}
+		out = append(out, err.Error())
+	}
+	return out
+}

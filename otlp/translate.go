@@ -1,0 +1,315 @@
+package otlp
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/prometheus/otlptranslator"
+	"github.com/prometheus/prometheus/model/labels"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/acta-remote/acta-remote/actastore"
+)
+
+// Translation is one OTLP request turned into a store batch.
+type Translation struct {
+	// Series holds every sample, grouped by series in order of first
+	// appearance; within a series samples keep the request's order.
+	Series []actastore.SeriesSamples
+	// Samples is the number of samples in Series.
+	Samples int
+	// DataPoints counts every data point in the request, accepted or not.
+	DataPoints int
+	// Rejected counts data points refused by translation (unsupported
+	// kind, delta temporality, unusable name); they are not in Series.
+	Rejected int
+	// Reasons describes the rejections: at most maxReasons distinct
+	// messages, then a count of the rest.
+	Reasons []string
+	// moreReasons counts rejections beyond maxReasons messages.
+	moreReasons int
+}
+
+const maxReasons = 8
+
+// Translator turns OTLP metrics into Prometheus series exactly as
+// Prometheus's OTLP receiver (v0.316.0) names them. It keeps scratch space
+// between requests: reuse one per goroutine (the Receiver pools them); it is
+// not safe for concurrent use.
+type Translator struct {
+	cfg         Config
+	promote     map[string]bool // attributes promoted, or ignored when PromoteAll
+	metricNamer otlptranslator.MetricNamer
+	labelNamer  otlptranslator.LabelNamer
+
+	scratch   labels.ScratchBuilder
+	builder   *labels.Builder
+	nameCache map[string]string // attribute name -> label name; bounded
+
+	// Per request.
+	out            *Translation
+	index          map[uint64][]int // labels hash -> indexes into out.Series
+	seenTargetInfo map[targetInfoKey]struct{}
+	res            resourceLabels
+	scope          *scopeLabels // nil unless scope metadata is promoted
+}
+
+// NewTranslator returns a Translator for cfg, which should be valid
+// (Config.Validate).
+func NewTranslator(cfg Config) *Translator {
+	attrs := cfg.PromoteResourceAttributes
+	if cfg.PromoteAllResourceAttributes {
+		attrs = cfg.IgnoreResourceAttributes
+	}
+	promote := make(map[string]bool, len(attrs))
+	for _, a := range attrs {
+		promote[a] = true
+	}
+	return &Translator{
+		cfg:         cfg,
+		promote:     promote,
+		metricNamer: otlptranslator.NewMetricNamer("", cfg.TranslationStrategy),
+		labelNamer: otlptranslator.LabelNamer{
+			UTF8Allowed: !cfg.TranslationStrategy.ShouldEscape(),
+			// Deprecated in otlptranslator but still the only switch for the
+			// behaviour Prometheus exposes as a config key.
+			UnderscoreLabelSanitization: cfg.LabelNameUnderscoreSanitization, //nolint:staticcheck
+			PreserveMultipleUnderscores: cfg.LabelNamePreserveMultipleUnderscores,
+		},
+		scratch:        labels.NewScratchBuilder(16),
+		builder:        labels.NewBuilder(labels.EmptyLabels()),
+		nameCache:      make(map[string]string, maxCachedNames),
+		index:          make(map[uint64][]int),
+		seenTargetInfo: make(map[targetInfoKey]struct{}),
+	}
+}
+
+// maxCachedNames bounds the attribute-name cache: names come from clients,
+// and a cache that grows with them is a memory leak.
+const maxCachedNames = 1024
+
+// Translate converts md. The result owns its slices: they are never reused.
+func (t *Translator) Translate(md pmetric.Metrics) *Translation {
+	t.out = &Translation{}
+	clear(t.index)
+	clear(t.seenTargetInfo)
+	defer func() { t.out = nil }()
+
+	rms := md.ResourceMetrics()
+	for i := range rms.Len() {
+		t.translateResource(rms.At(i))
+	}
+	out := t.out
+	if out.moreReasons > 0 {
+		out.Reasons = append(out.Reasons, fmt.Sprintf("and %d more", out.moreReasons))
+	}
+	return out
+}
+
+func (t *Translator) translateResource(rm pmetric.ResourceMetrics) {
+	resource := rm.Resource()
+	sms := rm.ScopeMetrics()
+	if err := t.setResource(resource); err != nil {
+		n := 0
+		for j := range sms.Len() {
+			n += countScopeDataPoints(sms.At(j))
+		}
+		t.reject(n, "resource dropped: %v", err)
+		return
+	}
+
+	// target_info spans the resource's data points, rejected ones included,
+	// as in Prometheus.
+	earliest := pcommon.Timestamp(math.MaxUint64)
+	latest := pcommon.Timestamp(0)
+	for j := range sms.Len() {
+		sm := sms.At(j)
+		if err := t.setScope(sm); err != nil {
+			t.reject(countScopeDataPoints(sm), "scope %q dropped: %v", sm.Scope().Name(), err)
+			continue
+		}
+		ms := sm.Metrics()
+		for k := range ms.Len() {
+			m := ms.At(k)
+			earliest, latest = timeSpan(m, earliest, latest)
+			t.translateMetric(m)
+		}
+	}
+	if earliest != pcommon.Timestamp(math.MaxUint64) {
+		t.addTargetInfo(resource, earliest, latest)
+	}
+}
+
+func (t *Translator) translateMetric(m pmetric.Metric) {
+	n := countDataPoints(m)
+	t.out.DataPoints += n
+	if n == 0 {
+		return // Prometheus drops an empty metric with a warning only.
+	}
+	if err := checkTemporality(m); err != nil {
+		t.reject(n, "%v", err)
+		return
+	}
+	family, err := t.metricNamer.Build(translatorMetric(m))
+	if err != nil {
+		t.reject(n, "metric %q: %v", m.Name(), err)
+		return
+	}
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		t.addNumberDataPoints(m.Name(), family, m.Gauge().DataPoints())
+	case pmetric.MetricTypeSum:
+		t.addNumberDataPoints(m.Name(), family, m.Sum().DataPoints())
+	case pmetric.MetricTypeHistogram:
+		t.addHistogramDataPoints(m.Name(), family, m.Histogram().DataPoints())
+	case pmetric.MetricTypeSummary:
+		t.addSummaryDataPoints(m.Name(), family, m.Summary().DataPoints())
+	case pmetric.MetricTypeExponentialHistogram:
+		t.addExponentialHistogramDataPoints(m.Name(), family, m.ExponentialHistogram().DataPoints())
+	}
+}
+
+// checkTemporality accepts what Prometheus accepts without its
+// native-delta feature flag: cumulative sums and histograms. Delta (and
+// unspecified) temporality is refused because a delta is not a Prometheus
+// counter; converting it needs per-series state we do not keep yet.
+func checkTemporality(m pmetric.Metric) error {
+	var temp pmetric.AggregationTemporality
+	switch m.Type() {
+	case pmetric.MetricTypeSum:
+		temp = m.Sum().AggregationTemporality()
+	case pmetric.MetricTypeHistogram:
+		temp = m.Histogram().AggregationTemporality()
+	case pmetric.MetricTypeExponentialHistogram:
+		temp = m.ExponentialHistogram().AggregationTemporality()
+	default:
+		return nil
+	}
+	switch temp {
+	case pmetric.AggregationTemporalityCumulative:
+		return nil
+	case pmetric.AggregationTemporalityDelta:
+		return fmt.Errorf("metric %q: delta temporality is not supported (send cumulative, e.g. with the Collector's deltatocumulative processor)", m.Name())
+	default:
+		return fmt.Errorf("metric %q: invalid temporality %s for a %s", m.Name(), temp, m.Type())
+	}
+}
+
+// translatorMetric describes m to otlptranslator's namer, mapping kinds as
+// Prometheus does.
+func translatorMetric(m pmetric.Metric) otlptranslator.Metric {
+	tm := otlptranslator.Metric{Name: m.Name(), Unit: m.Unit(), Type: otlptranslator.MetricTypeUnknown}
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		tm.Type = otlptranslator.MetricTypeGauge
+	case pmetric.MetricTypeSum:
+		tm.Type = otlptranslator.MetricTypeNonMonotonicCounter
+		if m.Sum().IsMonotonic() {
+			tm.Type = otlptranslator.MetricTypeMonotonicCounter
+		}
+	case pmetric.MetricTypeHistogram:
+		tm.Type = otlptranslator.MetricTypeHistogram
+	case pmetric.MetricTypeSummary:
+		tm.Type = otlptranslator.MetricTypeSummary
+	case pmetric.MetricTypeExponentialHistogram:
+		tm.Type = otlptranslator.MetricTypeExponentialHistogram
+	}
+	return tm
+}
+
+// appendSample adds one sample to the series with labels ls, creating the
+// series on first sight.
+func (t *Translator) appendSample(ls labels.Labels, ts int64, v float64) {
+	h := ls.Hash()
+	for _, i := range t.index[h] {
+		if labels.Equal(t.out.Series[i].Labels, ls) {
+			t.out.Series[i].Samples = append(t.out.Series[i].Samples, actastore.Sample{T: ts, V: v})
+			t.out.Samples++
+			return
+		}
+	}
+	t.index[h] = append(t.index[h], len(t.out.Series))
+	t.out.Series = append(t.out.Series, actastore.SeriesSamples{
+		Labels:  ls,
+		Samples: []actastore.Sample{{T: ts, V: v}},
+	})
+	t.out.Samples++
+}
+
+func (t *Translator) reject(n int, format string, args ...any) {
+	t.out.Rejected += n
+	msg := fmt.Sprintf(format, args...)
+	for _, r := range t.out.Reasons {
+		if r == msg {
+			return
+		}
+	}
+	if len(t.out.Reasons) < maxReasons {
+		t.out.Reasons = append(t.out.Reasons, msg)
+	} else {
+		t.out.moreReasons++
+	}
+}
+
+// msTimestamp converts OTLP nanoseconds to Prometheus milliseconds,
+// truncating as Prometheus does.
+func msTimestamp(ts pcommon.Timestamp) int64 { return int64(ts) / 1_000_000 }
+
+func countScopeDataPoints(sm pmetric.ScopeMetrics) int {
+	n := 0
+	ms := sm.Metrics()
+	for k := range ms.Len() {
+		n += countDataPoints(ms.At(k))
+	}
+	return n
+}
+
+func countDataPoints(m pmetric.Metric) int {
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints().Len()
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints().Len()
+	case pmetric.MetricTypeHistogram:
+		return m.Histogram().DataPoints().Len()
+	case pmetric.MetricTypeSummary:
+		return m.Summary().DataPoints().Len()
+	case pmetric.MetricTypeExponentialHistogram:
+		return m.ExponentialHistogram().DataPoints().Len()
+	}
+	return 0
+}
+
+// timeSpan widens [lo, hi] to m's data point timestamps.
+func timeSpan(m pmetric.Metric, lo, hi pcommon.Timestamp) (pcommon.Timestamp, pcommon.Timestamp) {
+	see := func(ts pcommon.Timestamp) { lo, hi = min(lo, ts), max(hi, ts) }
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		dps := m.Gauge().DataPoints()
+		for i := range dps.Len() {
+			see(dps.At(i).Timestamp())
+		}
+	case pmetric.MetricTypeSum:
+		dps := m.Sum().DataPoints()
+		for i := range dps.Len() {
+			see(dps.At(i).Timestamp())
+		}
+	case pmetric.MetricTypeHistogram:
+		dps := m.Histogram().DataPoints()
+		for i := range dps.Len() {
+			see(dps.At(i).Timestamp())
+		}
+	case pmetric.MetricTypeSummary:
+		dps := m.Summary().DataPoints()
+		for i := range dps.Len() {
+			see(dps.At(i).Timestamp())
+		}
+	case pmetric.MetricTypeExponentialHistogram:
+		dps := m.ExponentialHistogram().DataPoints()
+		for i := range dps.Len() {
+			see(dps.At(i).Timestamp())
+		}
+	}
+	return lo, hi
+}

@@ -1,0 +1,617 @@
+package otlp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/otlptranslator"
+	promconfig "github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage/remote/otlptranslator/prometheusremotewrite"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/acta-remote/acta-remote/actastore"
+)
+
+// Timestamps used across the tests: ns in OTLP, ms in the store.
+const (
+	t0ns = 1_700_000_000_123_456_789
+	t0ms = 1_700_000_000_123
+)
+
+// promAppender records what Prometheus's own OTLP translation appends.
+// Native histograms (exponential histograms) are counted, not recorded: the
+// store has no place for them and we reject them.
+type promAppender struct {
+	series     []actastore.SeriesSamples
+	histograms int
+}
+
+func (a *promAppender) Append(_ storage.SeriesRef, ls labels.Labels, _, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, _ storage.AOptions) (storage.SeriesRef, error) {
+	if h != nil || fh != nil {
+		a.histograms++
+		return 0, nil
+	}
+	for i := range a.series {
+		if labels.Equal(a.series[i].Labels, ls) {
+			a.series[i].Samples = append(a.series[i].Samples, actastore.Sample{T: t, V: v})
+			return 0, nil
+		}
+	}
+	a.series = append(a.series, actastore.SeriesSamples{Labels: ls.Copy(), Samples: []actastore.Sample{{T: t, V: v}}})
+	return 0, nil
+}
+func (a *promAppender) Commit() error   { return nil }
+func (a *promAppender) Rollback() error { return nil }
+
+// prometheusTranslate runs Prometheus v0.316.0's OTLP translation with the
+// settings its OTLP write handler derives from an equivalent config.
+func prometheusTranslate(t *testing.T, md pmetric.Metrics, cfg Config) (*promAppender, error) {
+	t.Helper()
+	app := &promAppender{}
+	conv := prometheusremotewrite.NewPrometheusConverter(app)
+	_, err := conv.FromMetrics(context.Background(), md, prometheusremotewrite.Settings{
+		AddMetricSuffixes: cfg.TranslationStrategy.ShouldAddSuffixes(),
+		AllowUTF8:         !cfg.TranslationStrategy.ShouldEscape(),
+		PromoteResourceAttributes: prometheusremotewrite.NewPromoteResourceAttributes(promconfig.OTLPConfig{
+			PromoteAllResourceAttributes: cfg.PromoteAllResourceAttributes,
+			PromoteResourceAttributes:    cfg.PromoteResourceAttributes,
+			IgnoreResourceAttributes:     cfg.IgnoreResourceAttributes,
+		}),
+		KeepIdentifyingResourceAttributes:    cfg.KeepIdentifyingResourceAttributes,
+		DisableTargetInfo:                    !cfg.TargetInfo,
+		PromoteScopeMetadata:                 cfg.PromoteScopeMetadata,
+		LabelNameUnderscoreSanitization:      cfg.LabelNameUnderscoreSanitization,
+		LabelNamePreserveMultipleUnderscores: cfg.LabelNamePreserveMultipleUnderscores,
+	})
+	return app, err
+}
+
+// formatSeries renders a batch one sample a line, "labels T V", with the
+// stale marker written as "stale" so its exact bits are part of the check.
+func formatSeries(ss []actastore.SeriesSamples) []string {
+	var out []string
+	for _, s := range ss {
+		for _, smp := range s.Samples {
+			v := fmt.Sprint(smp.V)
+			if math.Float64bits(smp.V) == value.StaleNaN {
+				v = "stale"
+			}
+			out = append(out, fmt.Sprintf("%s %d %s", s.Labels.String(), smp.T, v))
+		}
+	}
+	return out
+}
+
+func diffLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n got:\n  %s\n want:\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// Builders for test input.
+
+func newResource(md pmetric.Metrics, attrs map[string]any) pmetric.ScopeMetrics {
+	rm := md.ResourceMetrics().AppendEmpty()
+	if err := rm.Resource().Attributes().FromRaw(attrs); err != nil {
+		panic(err)
+	}
+	return rm.ScopeMetrics().AppendEmpty()
+}
+
+func setAttrs(m pcommon.Map, attrs map[string]any) {
+	if err := m.FromRaw(attrs); err != nil {
+		panic(err)
+	}
+}
+
+var svc = map[string]any{
+	"service.name":        "checkout",
+	"service.namespace":   "shop",
+	"service.instance.id": "pod-1",
+	"host.name":           "node-a",
+}
+
+func addGauge(sm pmetric.ScopeMetrics, name, unit string, ts uint64, v float64, attrs map[string]any) pmetric.NumberDataPoint {
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(name)
+	m.SetUnit(unit)
+	dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+	dp.SetTimestamp(pcommon.Timestamp(ts))
+	dp.SetDoubleValue(v)
+	setAttrs(dp.Attributes(), attrs)
+	return dp
+}
+
+func addSum(sm pmetric.ScopeMetrics, name, unit string, monotonic bool, temp pmetric.AggregationTemporality, ts uint64, v int64, attrs map[string]any) {
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(name)
+	m.SetUnit(unit)
+	s := m.SetEmptySum()
+	s.SetIsMonotonic(monotonic)
+	s.SetAggregationTemporality(temp)
+	dp := s.DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(pcommon.Timestamp(ts - 60e9))
+	dp.SetTimestamp(pcommon.Timestamp(ts))
+	dp.SetIntValue(v)
+	setAttrs(dp.Attributes(), attrs)
+}
+
+func addHistogram(sm pmetric.ScopeMetrics, name, unit string, ts uint64, bounds []float64, counts []uint64, sum *float64, attrs map[string]any) pmetric.HistogramDataPoint {
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(name)
+	m.SetUnit(unit)
+	h := m.SetEmptyHistogram()
+	h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := h.DataPoints().AppendEmpty()
+	dp.SetTimestamp(pcommon.Timestamp(ts))
+	dp.ExplicitBounds().FromRaw(bounds)
+	dp.BucketCounts().FromRaw(counts)
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	dp.SetCount(n)
+	if sum != nil {
+		dp.SetSum(*sum)
+	}
+	setAttrs(dp.Attributes(), attrs)
+	return dp
+}
+
+func addSummary(sm pmetric.ScopeMetrics, name, unit string, ts uint64, count uint64, sum float64, qs [][2]float64) pmetric.SummaryDataPoint {
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(name)
+	m.SetUnit(unit)
+	dp := m.SetEmptySummary().DataPoints().AppendEmpty()
+	dp.SetTimestamp(pcommon.Timestamp(ts))
+	dp.SetCount(count)
+	dp.SetSum(sum)
+	for _, q := range qs {
+		qv := dp.QuantileValues().AppendEmpty()
+		qv.SetQuantile(q[0])
+		qv.SetValue(q[1])
+	}
+	return dp
+}
+
+func addExpHistogram(sm pmetric.ScopeMetrics, name string, temp pmetric.AggregationTemporality, ts uint64) {
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(name)
+	m.SetUnit("s")
+	h := m.SetEmptyExponentialHistogram()
+	h.SetAggregationTemporality(temp)
+	dp := h.DataPoints().AppendEmpty()
+	dp.SetTimestamp(pcommon.Timestamp(ts))
+	dp.SetScale(0)
+	dp.SetCount(3)
+	dp.SetSum(4.5)
+	dp.SetZeroCount(1)
+	dp.Positive().SetOffset(0)
+	dp.Positive().BucketCounts().FromRaw([]uint64{1, 1})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// targetInfo is the target_info line for the svc resource at ms.
+func targetInfo(ms int64) string {
+	return fmt.Sprintf(`{__name__="target_info", host_name="node-a", instance="pod-1", job="shop/checkout"} %d 1`, ms)
+}
+
+// TestTranslateMatchesPrometheus runs each case through our translation
+// and Prometheus's, and checks both against the series written out by
+// hand: names, labels, values and timestamps.
+func TestTranslateMatchesPrometheus(t *testing.T) {
+	type tcase struct {
+		name     string
+		cfg      func(*Config)
+		md       func() pmetric.Metrics
+		want     []string
+		rejected int
+	}
+	job := `instance="pod-1", job="shop/checkout"`
+	cases := []tcase{
+		{
+			name: "gauge with unit, attributes escaped, job and instance, target_info",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, svc)
+				addGauge(sm, "process.memory.usage", "By", t0ns, 1234.5, map[string]any{"http.method": "GET", "region": "eu"})
+				return md
+			},
+			want: []string{
+				`{__name__="process_memory_usage_bytes", http_method="GET", ` + job + `, region="eu"} 1700000000123 1234.5`,
+				targetInfo(t0ms),
+			},
+		},
+		{
+			name: "monotonic cumulative sum is a counter with _total; non-monotonic sum is a gauge",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, svc)
+				addSum(sm, "http.server.requests", "1", true, pmetric.AggregationTemporalityCumulative, t0ns, 42, map[string]any{"code": 200})
+				addSum(sm, "queue.length", "{items}", false, pmetric.AggregationTemporalityCumulative, t0ns, 7, nil)
+				addSum(sm, "cpu.time", "s", true, pmetric.AggregationTemporalityCumulative, t0ns, 3, nil)
+				return md
+			},
+			want: []string{
+				`{__name__="http_server_requests_total", code="200", ` + job + `} 1700000000123 42`,
+				`{__name__="queue_length", ` + job + `} 1700000000123 7`,
+				`{__name__="cpu_time_seconds_total", ` + job + `} 1700000000123 3`,
+				targetInfo(t0ms),
+			},
+		},
+		{
+			name: "classic histogram: _sum, _count, cumulative buckets, +Inf from count",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, svc)
+				addHistogram(sm, "http.server.duration", "ms", t0ns, []float64{0.5, 1, 2.5}, []uint64{1, 2, 3, 4}, ptr(17.25), map[string]any{"route": "/cart"})
+				addHistogram(sm, "no.sum", "", t0ns, []float64{1, math.Inf(1)}, []uint64{2, 3, 0}, nil, nil)
+				return md
+			},
+			want: []string{
+				`{__name__="http_server_duration_milliseconds_sum", ` + job + `, route="/cart"} 1700000000123 17.25`,
+				`{__name__="http_server_duration_milliseconds_count", ` + job + `, route="/cart"} 1700000000123 10`,
+				`{__name__="http_server_duration_milliseconds_bucket", ` + job + `, le="0.5", route="/cart"} 1700000000123 1`,
+				`{__name__="http_server_duration_milliseconds_bucket", ` + job + `, le="1", route="/cart"} 1700000000123 3`,
+				`{__name__="http_server_duration_milliseconds_bucket", ` + job + `, le="2.5", route="/cart"} 1700000000123 6`,
+				`{__name__="http_server_duration_milliseconds_bucket", ` + job + `, le="+Inf", route="/cart"} 1700000000123 10`,
+				// No sum: no _sum series. An explicit +Inf bound is skipped;
+				// le="+Inf" is the count.
+				`{__name__="no_sum_count", ` + job + `} 1700000000123 5`,
+				`{__name__="no_sum_bucket", ` + job + `, le="1"} 1700000000123 2`,
+				`{__name__="no_sum_bucket", ` + job + `, le="+Inf"} 1700000000123 5`,
+				targetInfo(t0ms),
+			},
+		},
+		{
+			name: "summary: _sum, _count, quantiles",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, svc)
+				addSummary(sm, "rpc.latency", "s", t0ns, 100, 12.5, [][2]float64{{0.5, 0.1}, {0.99, 0.75}})
+				return md
+			},
+			want: []string{
+				`{__name__="rpc_latency_seconds_sum", ` + job + `} 1700000000123 12.5`,
+				`{__name__="rpc_latency_seconds_count", ` + job + `} 1700000000123 100`,
+				`{__name__="rpc_latency_seconds", ` + job + `, quantile="0.5"} 1700000000123 0.1`,
+				`{__name__="rpc_latency_seconds", ` + job + `, quantile="0.99"} 1700000000123 0.75`,
+				targetInfo(t0ms),
+			},
+		},
+		{
+			name: "NoRecordedValue flag writes the stale marker on every sample",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, svc)
+				dp := addGauge(sm, "temperature", "Cel", t0ns, 21, nil)
+				dp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+				hp := addHistogram(sm, "size", "By", t0ns, []float64{10}, []uint64{1, 1}, ptr(30.0), nil)
+				hp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+				sp := addSummary(sm, "lat", "", t0ns, 1, 1, [][2]float64{{0.5, 1}})
+				sp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+				return md
+			},
+			want: []string{
+				`{__name__="temperature_celsius", ` + job + `} 1700000000123 stale`,
+				`{__name__="size_bytes_sum", ` + job + `} 1700000000123 stale`,
+				`{__name__="size_bytes_count", ` + job + `} 1700000000123 stale`,
+				`{__name__="size_bytes_bucket", ` + job + `, le="10"} 1700000000123 stale`,
+				`{__name__="size_bytes_bucket", ` + job + `, le="+Inf"} 1700000000123 stale`,
+				`{__name__="lat_sum", ` + job + `} 1700000000123 stale`,
+				`{__name__="lat_count", ` + job + `} 1700000000123 stale`,
+				`{__name__="lat", ` + job + `, quantile="0.5"} 1700000000123 stale`,
+				targetInfo(t0ms),
+			},
+		},
+		{
+			name: "exponential histogram and delta sums are rejected; the rest is kept and target_info spans all",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, svc)
+				addGauge(sm, "up.ish", "", t0ns, 1, nil)
+				addExpHistogram(sm, "latency", pmetric.AggregationTemporalityCumulative, t0ns)
+				addSum(sm, "delta.requests", "", true, pmetric.AggregationTemporalityDelta, t0ns+600e9, 5, nil)
+				return md
+			},
+			want: []string{
+				`{__name__="up_ish", ` + job + `} 1700000000123 1`,
+				targetInfo(t0ms),
+				targetInfo(t0ms + 150_000),
+				targetInfo(t0ms + 300_000),
+				targetInfo(t0ms + 450_000),
+				targetInfo(t0ms + 600_000),
+			},
+			rejected: 2,
+		},
+		{
+			name: "label collisions join values, leading digits and underscores get key_, __name__ and empty values dropped",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, map[string]any{"service.name": "api"})
+				addGauge(sm, "g", "", t0ns, 2, map[string]any{
+					"a.b": "1", "a_b": "2", "a-b": "3",
+					"9lives": "x", "_private": "y", "__name__": "evil", "empty": "",
+					"host__name": "h",
+				})
+				return md
+			},
+			want: []string{
+				`{__name__="g", a_b="3;1;2", host__name="h", job="api", key_9lives="x", key_private="y"} 1700000000123 2`,
+			},
+		},
+		{
+			name: "several data points of one series group in one entry; ns truncate to ms",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, map[string]any{"service.instance.id": "i"})
+				m := sm.Metrics().AppendEmpty()
+				m.SetName("g")
+				g := m.SetEmptyGauge()
+				for i, ts := range []uint64{1_000_999_999, 2_000_000_001, 3_999_999_999} {
+					dp := g.DataPoints().AppendEmpty()
+					dp.SetTimestamp(pcommon.Timestamp(ts))
+					dp.SetIntValue(int64(i))
+				}
+				return md
+			},
+			want: []string{
+				`{__name__="g", instance="i"} 1000 0`,
+				`{__name__="g", instance="i"} 2000 1`,
+				`{__name__="g", instance="i"} 3999 2`,
+			},
+		},
+		{
+			name: "promoted resource attributes; a data point attribute of the same name wins",
+			cfg: func(c *Config) {
+				c.PromoteResourceAttributes = []string{"host.name", "k8s.namespace.name", "cloud.region"}
+			},
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				attrs := map[string]any{"service.name": "api", "host.name": "node-a", "k8s.namespace.name": "prod", "cloud.region": "eu-1", "other": "x"}
+				sm := newResource(md, attrs)
+				addGauge(sm, "g", "", t0ns, 1, map[string]any{"cloud.region": "us-2"})
+				return md
+			},
+			want: []string{
+				`{__name__="g", cloud_region="us-2", host_name="node-a", job="api", k8s_namespace_name="prod"} 1700000000123 1`,
+				`{__name__="target_info", cloud_region="eu-1", host_name="node-a", job="api", k8s_namespace_name="prod", other="x"} 1700000000123 1`,
+			},
+		},
+		{
+			name: "promote all but ignored; keep identifying attributes on target_info",
+			cfg: func(c *Config) {
+				c.PromoteAllResourceAttributes = true
+				c.IgnoreResourceAttributes = []string{"host.name"}
+				c.KeepIdentifyingResourceAttributes = true
+			},
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, svc)
+				addGauge(sm, "g", "", t0ns, 1, nil)
+				return md
+			},
+			want: []string{
+				`{__name__="g", ` + job + `, service_instance_id="pod-1", service_name="checkout", service_namespace="shop"} 1700000000123 1`,
+				`{__name__="target_info", host_name="node-a", ` + job + `, service_instance_id="pod-1", service_name="checkout", service_namespace="shop"} 1700000000123 1`,
+			},
+		},
+		{
+			name: "scope metadata promoted (not onto target_info)",
+			cfg:  func(c *Config) { c.PromoteScopeMetadata = true },
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, svc)
+				sm.Scope().SetName("go.opentelemetry.io/contrib/net/http")
+				sm.Scope().SetVersion("1.2.3")
+				sm.SetSchemaUrl("https://opentelemetry.io/schemas/1.26.0")
+				setAttrs(sm.Scope().Attributes(), map[string]any{"lib.kind": "http"})
+				addGauge(sm, "g", "", t0ns, 1, nil)
+				return md
+			},
+			want: []string{
+				`{__name__="g", ` + job + `, otel_scope_lib_kind="http", otel_scope_name="go.opentelemetry.io/contrib/net/http", otel_scope_schema_url="https://opentelemetry.io/schemas/1.26.0", otel_scope_version="1.2.3"} 1700000000123 1`,
+				targetInfo(t0ms),
+			},
+		},
+		{
+			name: "scope metadata is not promoted by default",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, svc)
+				sm.Scope().SetName("lib")
+				sm.Scope().SetVersion("1")
+				addGauge(sm, "g", "", t0ns, 1, nil)
+				return md
+			},
+			want: []string{`{__name__="g", ` + job + `} 1700000000123 1`, targetInfo(t0ms)},
+		},
+		{
+			name: "target_info disabled; no target_info without job or instance",
+			cfg:  func(c *Config) { c.TargetInfo = false },
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				addGauge(newResource(md, svc), "a", "", t0ns, 1, nil)
+				return md
+			},
+			want: []string{`{__name__="a", ` + job + `} 1700000000123 1`},
+		},
+		{
+			name: "no target_info for a resource without service attributes",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				addGauge(newResource(md, map[string]any{"host.name": "x"}), "a", "", t0ns, 1, nil)
+				return md
+			},
+			want: []string{`{__name__="a"} 1700000000123 1`},
+		},
+		{
+			name: "strategy UnderscoreEscapingWithoutSuffixes",
+			cfg:  func(c *Config) { c.TranslationStrategy = otlptranslator.UnderscoreEscapingWithoutSuffixes },
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, map[string]any{"service.name": "api"})
+				addSum(sm, "http.requests", "1", true, pmetric.AggregationTemporalityCumulative, t0ns, 3, map[string]any{"http.route": "/"})
+				addGauge(sm, "mem.used", "By", t0ns, 9, nil)
+				return md
+			},
+			want: []string{
+				`{__name__="http_requests", http_route="/", job="api"} 1700000000123 3`,
+				`{__name__="mem_used", job="api"} 1700000000123 9`,
+			},
+		},
+		{
+			name: "strategy NoUTF8EscapingWithSuffixes keeps dots, adds suffixes",
+			cfg:  func(c *Config) { c.TranslationStrategy = otlptranslator.NoUTF8EscapingWithSuffixes },
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, map[string]any{"service.name": "api"})
+				addSum(sm, "http.requests", "1", true, pmetric.AggregationTemporalityCumulative, t0ns, 3, map[string]any{"http.route": "/"})
+				addGauge(sm, "mem.used", "By", t0ns, 9, nil)
+				return md
+			},
+			want: []string{
+				`{__name__="http.requests_total", "http.route"="/", job="api"} 1700000000123 3`,
+				`{__name__="mem.used_bytes", job="api"} 1700000000123 9`,
+			},
+		},
+		{
+			name: "strategy NoTranslation",
+			cfg:  func(c *Config) { c.TranslationStrategy = otlptranslator.NoTranslation },
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				sm := newResource(md, map[string]any{"service.name": "api"})
+				addSum(sm, "http.requests", "1", true, pmetric.AggregationTemporalityCumulative, t0ns, 3, map[string]any{"http.route": "/"})
+				return md
+			},
+			want: []string{`{__name__="http.requests", "http.route"="/", job="api"} 1700000000123 3`},
+		},
+		{
+			name: "target_info deduplicated across resources with the same labels",
+			md: func() pmetric.Metrics {
+				md := pmetric.NewMetrics()
+				addGauge(newResource(md, svc), "a", "", t0ns, 1, nil)
+				addGauge(newResource(md, svc), "b", "", t0ns, 2, nil)
+				return md
+			},
+			want: []string{
+				`{__name__="a", ` + job + `} 1700000000123 1`,
+				targetInfo(t0ms),
+				`{__name__="b", ` + job + `} 1700000000123 2`,
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			md := tc.md()
+			got := NewTranslator(cfg).Translate(md)
+			diffLines(t, "ours vs hand-written", formatSeries(got.Series), tc.want)
+
+			prom, _ := prometheusTranslate(t, md, cfg)
+			diffLines(t, "ours vs Prometheus", formatSeries(got.Series), formatSeries(prom.series))
+
+			if got.Rejected != tc.rejected {
+				t.Errorf("rejected = %d, want %d (reasons %q)", got.Rejected, tc.rejected, got.Reasons)
+			}
+			if got.Samples != len(tc.want) {
+				t.Errorf("Samples = %d, want %d", got.Samples, len(tc.want))
+			}
+		})
+	}
+}
+
+func TestTranslateStaleMarkerBits(t *testing.T) {
+	md := pmetric.NewMetrics()
+	dp := addGauge(newResource(md, nil), "g", "", t0ns, 1, nil)
+	dp.SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+	got := NewTranslator(DefaultConfig()).Translate(md)
+	if len(got.Series) != 1 || len(got.Series[0].Samples) != 1 {
+		t.Fatalf("got %v", formatSeries(got.Series))
+	}
+	if bits := math.Float64bits(got.Series[0].Samples[0].V); bits != 0x7ff0000000000002 {
+		t.Fatalf("stale marker bits = %#x, want 0x7ff0000000000002", bits)
+	}
+}
+
+func TestTranslateRejections(t *testing.T) {
+	md := pmetric.NewMetrics()
+	sm := newResource(md, svc)
+	addExpHistogram(sm, "eh", pmetric.AggregationTemporalityCumulative, t0ns)
+	addSum(sm, "d", "", true, pmetric.AggregationTemporalityDelta, t0ns, 1, nil)
+	addSum(sm, "u", "", true, pmetric.AggregationTemporalityUnspecified, t0ns, 1, nil)
+	addGauge(sm, "bad.attr", "", t0ns, 1, map[string]any{"": "empty key"})
+	addGauge(sm, "ok", "", t0ns, 1, nil)
+
+	got := NewTranslator(DefaultConfig()).Translate(md)
+	if got.DataPoints != 5 || got.Rejected != 4 {
+		t.Fatalf("DataPoints=%d Rejected=%d, want 5 and 4; reasons %q", got.DataPoints, got.Rejected, got.Reasons)
+	}
+	joined := strings.Join(got.Reasons, "\n")
+	for _, want := range []string{
+		`metric "eh": exponential histogram data points are not supported yet`,
+		`metric "d": delta temporality is not supported`,
+		`metric "u": invalid temporality Unspecified`,
+		`metric "bad.attr": label name is empty`,
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("reasons lack %q:\n%s", want, joined)
+		}
+	}
+	diffLines(t, "kept", formatSeries(got.Series), []string{
+		`{__name__="ok", instance="pod-1", job="shop/checkout"} 1700000000123 1`,
+		targetInfo(t0ms),
+	})
+}
+
+func TestTranslateTargetInfoCapped(t *testing.T) {
+	md := pmetric.NewMetrics()
+	sm := newResource(md, svc)
+	addGauge(sm, "old", "", 0, 1, nil) // timestamp unset
+	addGauge(sm, "now", "", t0ns, 1, nil)
+	got := NewTranslator(DefaultConfig()).Translate(md)
+	var ti []actastore.Sample
+	for _, s := range got.Series {
+		if s.Labels.Get("__name__") == "target_info" {
+			ti = s.Samples
+		}
+	}
+	if len(ti) != maxTargetInfoSamples+1 {
+		t.Fatalf("target_info samples = %d, want %d", len(ti), maxTargetInfoSamples+1)
+	}
+	if last := ti[len(ti)-1].T; last != t0ms {
+		t.Fatalf("last target_info sample at %d, want %d", last, t0ms)
+	}
+	step := targetInfoInterval.Milliseconds()
+	for i := 1; i < len(ti)-1; i++ {
+		if d := ti[i].T - ti[i-1].T; d != step {
+			t.Fatalf("target_info step %d = %d ms, want %d", i, d, step)
+		}
+	}
+}
+
+func TestTranslateHugeAttributeValue(t *testing.T) {
+	md := pmetric.NewMetrics()
+	big := strings.Repeat("x", 1<<20)
+	addGauge(newResource(md, nil), "g", "", t0ns, 1, map[string]any{"blob": big})
+	got := NewTranslator(DefaultConfig()).Translate(md)
+	if len(got.Series) != 1 || got.Series[0].Labels.Get("blob") != big {
+		t.Fatalf("huge attribute not carried through verbatim")
+	}
+}
