@@ -1,0 +1,62 @@
+package actastore
+
+import (
+	"fmt"
+
+	"github.com/acta-remote/acta-remote/actastore/wal"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// catalog is the durable list of every series the store has seen: ref,
+// created time and labels (docs/format/catalog.md). It is an append-only
+// log of series records in the WAL's framing, in its own directory, and is
+// never truncated.
+//
+// A new series is first made durable by a series record in the WAL, in the
+// same group commit as its first samples; the catalog receives it later, and
+// is synced before any WAL segment holding that record is deleted. So the
+// series survives in one place or the other at every moment, and start-up
+// rebuilds the set from the catalog and then the WAL.
+type catalog struct {
+	dir string
+	log *wal.Log
+}
+
+// loadCatalog replays the catalog in dir, calling fn for each series record
+// (a ref may appear more than once; the labels are the same each time), then
+// opens it for appending.
+func loadCatalog(dir string, fn func(seriesRec) error) (*catalog, error) {
+	var b labels.ScratchBuilder
+	_, err := wal.Replay(dir, func(seg int, p []byte) error {
+		if len(p) == 0 || p[0] != recSeries {
+			return fmt.Errorf("catalog segment %08d: unexpected record type %d", seg, p[0])
+		}
+		return decodeSeriesRecord(&b, p, fn)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load catalog %s: %w", dir, err)
+	}
+	l, err := wal.Open(dir, wal.Options{SegmentSize: 64 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("open catalog %s: %w", dir, err)
+	}
+	return &catalog{dir: dir, log: l}, nil
+}
+
+// add makes the series records durable in the catalog.
+func (c *catalog) add(series []seriesRec) error {
+	if len(series) == 0 {
+		return nil
+	}
+	recs := appendSeriesRecords(nil, series)
+	pos, err := c.log.Append(recs...)
+	if err != nil {
+		return fmt.Errorf("append %d series to catalog: %w", len(series), err)
+	}
+	if err := c.log.Sync(pos); err != nil {
+		return fmt.Errorf("sync catalog: %w", err)
+	}
+	return nil
+}
+
+func (c *catalog) close() error { return c.log.Close() }

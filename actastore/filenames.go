@@ -1,0 +1,62 @@
+package actastore
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Every file and directory name the store creates under its root:
+//
+//	<dir>/
+//	  wal/00000000 ...            write-ahead log segments (package wal)
+//	  catalog/00000000 ...        series catalog: framed series records (docs/format/catalog.md)
+//	  series/<ab>/<ref>-<start>.acta   one Acta v0.2 file per series (and, with
+//	                              rotation, per time range): <ab> is the ref's
+//	                              top byte in hex, <ref> the 16-hex-digit ref,
+//	                              <start> the file's first timestamp in ms
+//	  clean                       present only after a clean Close
+//
+// Paths derive from the series ref only, never from label text, so any label
+// value is safe and the path length is fixed.
+const (
+	walDirName      = "wal"
+	catalogDirName  = "catalog"
+	seriesDirName   = "series"
+	cleanMarkerName = "clean"
+	seriesFileExt   = ".acta"
+	tmpSuffix       = ".tmp"
+)
+
+// shardName is the shard directory of ref: its top byte, two hex digits.
+func shardName(ref uint64) string { return fmt.Sprintf("%02x", ref>>56) }
+
+// seriesFileName names the file of series ref whose data starts at startMs.
+// startMs may be negative (before 1970); it is written in decimal with sign.
+func seriesFileName(ref uint64, startMs int64) string {
+	return fmt.Sprintf("%016x-%d%s", ref, startMs, seriesFileExt)
+}
+
+// seriesFilePath is the full path of a series file under root.
+func seriesFilePath(root string, ref uint64, startMs int64) string {
+	return filepath.Join(root, seriesDirName, shardName(ref), seriesFileName(ref, startMs))
+}
+
+// parseSeriesFileName is seriesFileName's inverse; ok is false for names the
+// store did not make (they are left alone).
+func parseSeriesFileName(name string) (ref uint64, startMs int64, ok bool) {
+	base, found := strings.CutSuffix(name, seriesFileExt)
+	if !found || len(base) < 18 || base[16] != '-' {
+		return 0, 0, false
+	}
+	ref, err := strconv.ParseUint(base[:16], 16, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	startMs, err = strconv.ParseInt(base[17:], 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return ref, startMs, true
+}

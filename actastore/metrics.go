@@ -1,0 +1,99 @@
+package actastore
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the store's own Prometheus metrics, registered on
+// Options.Registerer when it is set. Without a registerer they are still
+// updated (cheaply) and simply not exported.
+type metrics struct {
+	walFsync        prometheus.Histogram
+	walBytes        prometheus.GaugeFunc
+	headSeries      prometheus.GaugeFunc
+	headSamples     prometheus.GaugeFunc
+	series          prometheus.GaugeFunc
+	openWriters     prometheus.GaugeFunc
+	flushDuration   prometheus.Histogram
+	flushedSamples  prometheus.Counter
+	flushErrors     prometheus.Counter
+	appended        prometheus.Counter
+	duplicates      prometheus.Counter
+	rejected        *prometheus.CounterVec
+	walTruncations  prometheus.Counter
+	replayedSamples prometheus.Counter
+}
+
+// Rejection reasons, the "reason" label of acta_store_samples_rejected_total.
+const (
+	reasonInvalidSeries = "invalid_series"
+	reasonOutOfOrder    = "out_of_order"
+	reasonDuplicate     = "duplicate"
+	reasonTooManySeries = "too_many_series"
+)
+
+func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		walFsync: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "acta_store_wal_fsync_duration_seconds",
+			Help:    "Duration of WAL group-commit fsyncs.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		walBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "acta_store_wal_bytes", Help: "Bytes in live WAL segments.",
+		}, func() float64 { return float64(s.wal.Size()) }),
+		headSeries: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "acta_store_head_series", Help: "Series with unflushed samples in the head.",
+		}, func() float64 { return float64(s.headSeries.Load()) }),
+		headSamples: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "acta_store_head_samples", Help: "Unflushed samples in the head.",
+		}, func() float64 { return float64(s.headSamples.Load()) }),
+		series: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "acta_store_series", Help: "Series in the catalog.",
+		}, func() float64 { return float64(s.numSeries.Load()) }),
+		openWriters: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "acta_store_open_writers", Help: "Open series file writers (bounded by max_open_files).",
+		}, func() float64 { return float64(s.writers.open()) }),
+		flushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "acta_store_flush_duration_seconds",
+			Help:    "Duration of flushing one series' head into its file.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		flushedSamples: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_flushed_samples_total", Help: "Samples written from the head into series files.",
+		}),
+		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_flush_errors_total", Help: "Failed series flushes (retried later; the WAL keeps the data).",
+		}),
+		appended: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_samples_appended_total", Help: "Samples accepted and made durable.",
+		}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_samples_duplicate_dropped_total", Help: "Exact duplicate samples dropped silently.",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acta_store_samples_rejected_total", Help: "Samples refused, by reason.",
+		}, []string{"reason"}),
+		walTruncations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_wal_truncations_total", Help: "WAL truncations that deleted segments.",
+		}),
+		replayedSamples: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_wal_replayed_samples_total", Help: "Samples restored into the head from the WAL at start-up.",
+		}),
+	}
+	for _, r := range []string{reasonInvalidSeries, reasonOutOfOrder, reasonDuplicate, reasonTooManySeries} {
+		m.rejected.WithLabelValues(r)
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.walFsync, m.walBytes, m.headSeries, m.headSamples, m.series,
+			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.appended, m.duplicates,
+			m.rejected, m.walTruncations, m.replayedSamples} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("register store metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
