@@ -9,6 +9,8 @@ package config
 import (
 	_ "embed"
 	"time"
+
+	"github.com/acta-remote/acta-remote/otlp"
 )
 
 // DefaultYAML is the embedded default configuration file. Default() parses it,
@@ -28,6 +30,9 @@ type Config struct {
 	Storage     StorageConfig     `yaml:"storage"`
 	RemoteWrite RemoteWriteConfig `yaml:"remote_write"`
 	RemoteRead  RemoteReadConfig  `yaml:"remote_read"`
+	// OTLP is the OTLP metrics receiver's block; its keys, defaults and
+	// validation belong to package otlp.
+	OTLP otlp.Config `yaml:"otlp"`
 }
 
 // LogConfig selects the slog handler.

@@ -2,10 +2,24 @@ package config
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acta-remote/acta-remote/otlp"
 )
+
+// normalize treats empty and nil lists alike.
+func normalize(c otlp.Config) otlp.Config {
+	if len(c.PromoteResourceAttributes) == 0 {
+		c.PromoteResourceAttributes = nil
+	}
+	if len(c.IgnoreResourceAttributes) == 0 {
+		c.IgnoreResourceAttributes = nil
+	}
+	return c
+}
 
 func TestDefaults(t *testing.T) {
 	c := Default()
@@ -28,6 +42,10 @@ func TestDefaults(t *testing.T) {
 		{"remote_read.max_samples_per_query", c.RemoteRead.MaxSamplesPerQuery, int64(50_000_000)},
 		{"remote_read.max_concurrent", c.RemoteRead.MaxConcurrent, 10},
 		{"remote_read.max_bytes_per_frame", c.RemoteRead.MaxBytesPerFrame, ByteSize(1 << 20)},
+	}
+	// default.yaml repeats otlp's defaults for the reader; they must agree.
+	if !reflect.DeepEqual(normalize(c.OTLP), normalize(otlp.DefaultConfig())) {
+		t.Errorf("default.yaml otlp block %+v differs from otlp.DefaultConfig() %+v", c.OTLP, otlp.DefaultConfig())
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -54,7 +72,7 @@ func TestLoadGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *e != *Default() {
+	if !reflect.DeepEqual(e, Default()) {
 		t.Errorf("empty file should be all defaults: %+v", e)
 	}
 }
@@ -86,6 +104,8 @@ func TestLoadBad(t *testing.T) {
 	f("bad_log_format.yaml", "log.format:", `got "xml"`)
 	f("bad_negative.yaml", "remote_read.max_concurrent:", "got -1")
 	f("bad_data_dir.yaml", "data_dir:", "must not be empty")
+	f("bad_otlp.yaml", "otlp.translation_strategy:", "unknown strategy")
+	f("bad_otlp_unknown.yaml", "otlp.grpc.listen_adress: unknown key", "unknown key")
 }
 
 func TestParseByteSize(t *testing.T) {

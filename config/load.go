@@ -11,11 +11,13 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/acta-remote/acta-remote/otlp"
 )
 
 // Default returns the embedded default configuration.
 func Default() *Config {
-	var c Config
+	c := Config{OTLP: otlp.DefaultConfig()}
 	if err := decodeStrict(DefaultYAML, &c); err != nil {
 		panic("BUG: embedded default.yaml is invalid: " + err.Error())
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -56,6 +57,12 @@ func (c *Config) Validate() error {
 	v.rangeInt("remote_read.max_series_per_query", int64(r.MaxSeriesPerQuery), 1, 1<<40)
 	v.rangeInt("remote_read.max_concurrent", int64(r.MaxConcurrent), 1, 1<<16)
 	v.rangeInt("remote_read.max_bytes_per_frame", int64(r.MaxBytesPerFrame), 1<<10, 1<<30)
+	if err := c.OTLP.Validate(); err != nil {
+		// otlp names keys relative to its block, one problem per line.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			v.errs = append(v.errs, fmt.Errorf("config: otlp.%s", line))
+		}
+	}
 	return v.err()
 }
 
