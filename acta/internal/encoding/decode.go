@@ -246,7 +246,7 @@ func (d *decoder) plain(valuesKind, lengthsKind uint16, count int) (Values, erro
 		return Values{}, err
 	}
 	offsets := make([]int, count+1)
-	if err := decodeLengths(ls.Transform, lb, count, offsets); err != nil {
+	if err := decodeLengths(ls.Transform, lb, count, offsets, d.budget); err != nil {
 		return Values{}, fmt.Errorf("stream kind %d: %w", lengthsKind, err)
 	}
 	if offsets[count] != len(b) {

@@ -186,8 +186,8 @@ func setRun(bm []byte, pos, n int) {
 
 // decodeLengths decodes a uint32 lengths stream (any integer transform, as
 // the reference reader allows) into prefix-sum offsets.
-func decodeLengths(transform uint16, b []byte, count int, offsets []int) error {
-	raw, err := decodeInts(false, 4, transform, b, count, nil)
+func decodeLengths(transform uint16, b []byte, count int, offsets []int, budget *Budget) error {
+	raw, err := decodeInts(false, 4, transform, b, count, budget)
 	if err != nil {
 		return err
 	}
