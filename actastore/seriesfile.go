@@ -21,7 +21,7 @@ type fileWriter interface {
 	// the file afterwards see it; it is durable after sync.
 	appendBlock(ts []int64, vs []float64) error
 	sync() error
-	// close syncs and closes the file.
+	// close closes the file without fsync; the writer cache syncs it.
 	close() error
 }
 

@@ -341,6 +341,9 @@ func (s *Store) Close() error {
 		if err := s.writers.closeAll(); err != nil {
 			errs = append(errs, err)
 		}
+		if err := s.writers.syncDirty(); err != nil {
+			errs = append(errs, err)
+		}
 		if err := s.wal.Close(); err != nil {
 			errs = append(errs, err)
 		}

@@ -21,6 +21,9 @@ type writerCache struct {
 	mu sync.Mutex
 	ll *list.List // of *writerEntry, most recent at the front
 	m  map[uint64]*list.Element
+	// unsynced are files closed (or directories changed) since the last
+	// syncDirty whose data may not be durable yet.
+	unsynced map[string]struct{}
 }
 
 type writerEntry struct {
@@ -36,7 +39,7 @@ type writerEntry struct {
 }
 
 func newWriterCache(root string, max int, fo fileOptions) *writerCache {
-	return &writerCache{root: root, max: max, fo: fo, ll: list.New(), m: make(map[uint64]*list.Element)}
+	return &writerCache{root: root, max: max, fo: fo, ll: list.New(), m: make(map[uint64]*list.Element), unsynced: make(map[string]struct{})}
 }
 
 // acquire returns the open writer of path (series ref), opening or creating
@@ -71,8 +74,11 @@ func (c *writerCache) acquire(ref uint64, path string, create bool) (*writerEntr
 		}
 		w, err = createSeriesFile(path, c.fo)
 		if err == nil {
-			// Make the new name durable with the directory entry.
-			err = syncDir(filepath.Dir(path))
+			// The new directory entry becomes durable at the next
+			// syncDirty, before any WAL data it replaces is deleted.
+			c.mu.Lock()
+			c.unsynced[filepath.Dir(path)] = struct{}{}
+			c.mu.Unlock()
 		}
 	} else {
 		w, err = openSeriesFileWriter(path, c.fo)
@@ -114,7 +120,8 @@ func (c *writerCache) release(e *writerEntry) {
 }
 
 // evictLocked closes unused writers from the back until at most keep are
-// open. Closing syncs, so evicted data is durable.
+// open. Closing does not fsync (every block was already handed to the OS);
+// a dirty file is remembered and made durable by the next syncDirty.
 func (c *writerCache) evictLocked(keep int) error {
 	var errs []error
 	for el := c.ll.Back(); el != nil && c.ll.Len() > keep; {
@@ -133,14 +140,19 @@ func (c *writerCache) removeLocked(el *list.Element) error {
 	e := el.Value.(*writerEntry)
 	c.ll.Remove(el)
 	delete(c.m, e.ref)
+	if e.dirty {
+		c.unsynced[e.path] = struct{}{}
+	}
 	if err := e.w.close(); err != nil {
 		return fmt.Errorf("close series file %s: %w", e.path, err)
 	}
 	return nil
 }
 
-// syncDirty fsyncs every open writer with unsynced appends. Writers closed
-// by eviction were synced when they closed.
+// syncDirty makes every block appended so far durable, and the directory
+// entries of new files: with one syncfs where the OS has it, otherwise by
+// fsyncing each dirty open writer, each closed dirty file and each changed
+// directory.
 func (c *writerCache) syncDirty() error {
 	c.mu.Lock()
 	var es []*writerEntry
@@ -149,25 +161,69 @@ func (c *writerCache) syncDirty() error {
 		e.inUse++
 		es = append(es, e)
 	}
+	unsynced := c.unsynced
+	c.unsynced = make(map[string]struct{})
 	c.mu.Unlock()
-	var errs []error
+	defer func() {
+		c.mu.Lock()
+		for _, e := range es {
+			e.inUse--
+		}
+		c.mu.Unlock()
+	}()
+
+	// Clear the dirty flags first: an append after this point is not
+	// covered and sets its flag again.
 	for _, e := range es {
 		e.mu.Lock()
 		if e.dirty {
-			if err := e.w.sync(); err != nil {
-				errs = append(errs, fmt.Errorf("sync series file %s: %w", e.path, err))
-			} else {
-				e.dirty = false
-			}
+			e.dirty = false
+			unsynced[e.path] = struct{}{}
 		}
 		e.mu.Unlock()
 	}
-	c.mu.Lock()
-	for _, e := range es {
-		e.inUse--
+	if len(unsynced) == 0 {
+		return nil
 	}
-	c.mu.Unlock()
+	restore := func() {
+		c.mu.Lock()
+		for p := range unsynced {
+			c.unsynced[p] = struct{}{}
+		}
+		c.mu.Unlock()
+	}
+	done, err := syncFS(c.root)
+	if err != nil {
+		restore()
+		return err
+	}
+	if done {
+		return nil
+	}
+	var errs []error
+	for p := range unsynced {
+		if err := syncPath(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		restore()
+	}
 	return errors.Join(errs...)
+}
+
+// syncPath fsyncs a file or directory by name; fsync through a new
+// descriptor flushes the inode's dirty data written through any other.
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	return nil
 }
 
 // open is the number of open writers.

@@ -10,7 +10,9 @@ import (
 	"testing"
 )
 
-func payload(i int) []byte { return []byte(fmt.Sprintf("record-%d-%s", i, bytes.Repeat([]byte{'x'}, i%37))) }
+func payload(i int) []byte {
+	return []byte(fmt.Sprintf("record-%d-%s", i, bytes.Repeat([]byte{'x'}, i%37)))
+}
 
 func writeN(t *testing.T, dir string, n int, segSize int64) {
 	t.Helper()
