@@ -139,8 +139,11 @@ func TestFlipEveryByte(t *testing.T) {
 
 // scanAll opens path and scans everything, ignoring errors: it must not
 // panic.
+var tightLimits = Limits{MaxDecodedBlockBytes: 16 << 20, MaxStreamBytes: 16 << 20, MaxPayloadBytes: 16 << 20,
+	MaxHeaderBytes: 1 << 20, MaxRowsPerBlock: 1 << 20, MaxDecodedScanBytes: 64 << 20}
+
 func scanAll(path string) {
-	r, err := OpenWithLimits(path, Limits{MaxDecodedBlockBytes: 16 << 20, MaxStreamBytes: 16 << 20, MaxPayloadBytes: 16 << 20, MaxHeaderBytes: 1 << 20, MaxRowsPerBlock: 1 << 20})
+	r, err := OpenWithLimits(path, tightLimits)
 	if err != nil {
 		return
 	}

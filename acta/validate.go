@@ -26,12 +26,17 @@ const (
 // error wrapping ErrCorrupt (with the offset) or ErrUnsupportedVersion, or
 // another error for I/O problems.
 func Validate(path string, level ValidationLevel) error {
+	return ValidateWithLimits(path, level, DefaultLimits())
+}
+
+// ValidateWithLimits is Validate under limits other than the defaults.
+func ValidateWithLimits(path string, level ValidationLevel, lim Limits) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("acta: validate: %w", err)
 	}
 	defer f.Close()
-	p, _, err := planFor(f, DefaultLimits())
+	p, _, err := planFor(f, lim)
 	if err != nil {
 		return withPath(err, path)
 	}
@@ -42,7 +47,7 @@ func Validate(path string, level ValidationLevel) error {
 	if level < ValidateFull {
 		return nil
 	}
-	r, err := newReader(path, f, DefaultLimits())
+	r, err := newReader(path, f, lim)
 	if err != nil {
 		return withPath(err, path)
 	}
