@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/config"
+	"github.com/acta-remote/acta-remote/otlp"
+)
+
+func init() {
+	register("serve", "run the remote-write/remote-read/OTLP server (default)", runServe)
+}
+
+// shutdownTimeout bounds how long in-flight requests may take to finish
+// after SIGINT/SIGTERM before their connections are closed. The store is
+// closed (head flushed, files synced) either way.
+const shutdownTimeout = 30 * time.Second
+
+func runServe(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "YAML config `file` (default: the embedded default config)")
+	listen := fs.String("listen", "", "HTTP listen `address`, overrides the config's listen")
+	dataDir := fs.String("data-dir", "", "data `directory`, overrides the config's data_dir")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "acta-remote serve: unexpected arguments %q\n", fs.Args())
+		return exitError
+	}
+	cfg, err := loadServeConfig(*cfgPath, *listen, *dataDir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "acta-remote serve: %v\n", err)
+		return exitError
+	}
+	log := newLogger(cfg.Log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error("acta-remote stopped", "err", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// loadServeConfig reads the file (or the embedded default), applies the
+// flags over it and validates the result.
+func loadServeConfig(path, listen, dataDir string) (*config.Config, error) {
+	var cfg *config.Config
+	var err error
+	if path != "" {
+		cfg, err = config.Load(path)
+	} else {
+		cfg, err = config.Parse(config.DefaultYAML)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if listen != "" {
+		cfg.Listen = listen
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func newLogger(c config.LogConfig) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// serve runs until ctx is cancelled, then shuts down in order: stop
+// accepting, let in-flight requests finish, close the store (flush the
+// head, sync), so a clean stop leaves nothing to replay.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	reg := newRegistry()
+	store, err := actastore.Open(cfg.DataDir, storeOptions(cfg, log, reg))
+	if err != nil {
+		return fmt.Errorf("open store in %s: %w", cfg.DataDir, err)
+	}
+	closeStore := func() error {
+		start := time.Now()
+		if err := store.Close(); err != nil {
+			return fmt.Errorf("close store: %w", err)
+		}
+		log.Info("store closed", "dir", cfg.DataDir, "took", time.Since(start))
+		return nil
+	}
+
+	rcv, err := otlp.New(cfg.OTLP, store, log.With("component", "otlp"))
+	if err != nil {
+		return errors.Join(err, closeStore())
+	}
+	grpcSrv, err := otlp.NewGRPCServer(rcv)
+	if err != nil {
+		return errors.Join(err, closeStore())
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		grpcSrv.Stop(context.Background())
+		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeStore())
+	}
+	rt := newRouter(cfg, store, rcv, log, reg)
+	srv := &http.Server{
+		Handler:           rt,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	// Tests and scripts parse this line for the bound port (--listen :0).
+	fmt.Printf("acta-remote listening on %s\n", ln.Addr())
+	log.Info("listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "otlp_grpc", addrString(grpcSrv.Addr()))
+
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- grpcSrv.Serve() }()
+	rt.ready.Store(true)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "cause", context.Cause(ctx))
+	case serveErr = <-errc:
+		log.Error("server failed", "err", serveErr)
+	}
+	rt.ready.Store(false)
+
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("in-flight requests cut at the shutdown deadline", "err", err)
+		srv.Close()
+	}
+	grpcSrv.Stop(sctx)
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, closeStore())
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return "disabled"
+	}
+	return a.String()
+}

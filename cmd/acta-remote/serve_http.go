@@ -1,0 +1,70 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/config"
+	"github.com/acta-remote/acta-remote/otlp"
+	"github.com/acta-remote/acta-remote/remoteread"
+	"github.com/acta-remote/acta-remote/remotewrite"
+)
+
+// router is the HTTP surface: the protocol endpoints, instrumented by
+// handler and status code, plus /metrics and the health probes.
+type router struct {
+	*mux.Router
+	ready atomic.Bool // store open and not shutting down
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, log *slog.Logger, reg *prometheus.Registry) *router {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "acta_http_requests_total",
+		Help: "HTTP requests by handler and status code.",
+	}, []string{"handler", "code"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "acta_http_request_duration_seconds",
+		Help:    "HTTP request latency by handler.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9),
+	}, []string{"handler"})
+	reg.MustRegister(requests, duration)
+	instrument := func(name string, h http.Handler) http.Handler {
+		h = promhttp.InstrumentHandlerDuration(duration.MustCurryWith(prometheus.Labels{"handler": name}), h)
+		return promhttp.InstrumentHandlerCounter(requests.MustCurryWith(prometheus.Labels{"handler": name}), h)
+	}
+
+	rt := &router{Router: mux.NewRouter()}
+	rt.Handle("/api/v1/write", instrument("write",
+		remotewrite.New(store, writeLimits(cfg.RemoteWrite), log.With("component", "remote_write"), reg)))
+	rt.Handle("/api/v1/read", instrument("read",
+		remoteread.New(store, readLimits(cfg.RemoteRead), log.With("component", "remote_read"), reg)))
+	otlpHandler := instrument("otlp", rcv.Handler())
+	for _, p := range otlp.Paths {
+		rt.Handle(p, otlpHandler)
+	}
+	rt.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	rt.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("acta-remote is healthy.\n"))
+	})
+	rt.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !rt.ready.Load() {
+			http.Error(w, "acta-remote is not ready.", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("acta-remote is ready.\n"))
+	})
+	return rt
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/config"
+	"github.com/acta-remote/acta-remote/remoteread"
+	"github.com/acta-remote/acta-remote/remotewrite"
+)
+
+// storeOptions maps the storage block, plus the remote-read query limits the
+// store enforces before a single byte is answered.
+func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) actastore.Options {
+	s := cfg.Storage
+	sync := actastore.SyncAlways
+	if s.WALSync == "interval" {
+		sync = actastore.SyncInterval
+	}
+	return actastore.Options{
+		WALSync:          sync,
+		WALSyncInterval:  s.WALSyncInterval,
+		WALSegmentSize:   int64(s.WALSegmentSize),
+		BlockRows:        s.BlockRows,
+		MaxHeadAge:       s.MaxHeadAge,
+		OutOfOrderWindow: s.OutOfOrderWindow,
+		MaxOpenFiles:     s.MaxOpenFiles,
+		MaxSeries:        s.MaxSeries,
+		MaxQuerySeries:   cfg.RemoteRead.MaxSeriesPerQuery,
+		MaxQuerySamples:  cfg.RemoteRead.MaxSamplesPerQuery,
+		ZstdLevel:        s.ZstdLevel,
+		Logger:           log.With("component", "store"),
+		Registerer:       reg,
+	}
+}
+
+func writeLimits(c config.RemoteWriteConfig) remotewrite.Limits {
+	return remotewrite.Limits{
+		MaxBodyBytes:        int64(c.MaxBodyBytes),
+		MaxDecodedBytes:     int64(c.MaxDecodedBytes),
+		MaxSeriesPerRequest: c.MaxSeriesPerRequest,
+		MaxLabelsPerSeries:  c.MaxLabelsPerSeries,
+		MaxLabelNameLength:  c.MaxLabelNameLength,
+		MaxLabelValueLength: c.MaxLabelValueLength,
+		MaxConcurrent:       c.MaxConcurrent,
+	}
+}
+
+func readLimits(c config.RemoteReadConfig) remoteread.Limits {
+	return remoteread.Limits{
+		MaxBodyBytes:       int64(c.MaxBodyBytes),
+		MaxDecodedBytes:    int64(c.MaxDecodedBytes),
+		MaxSamplesPerQuery: c.MaxSamplesPerQuery,
+		MaxSeriesPerQuery:  c.MaxSeriesPerQuery,
+		MaxConcurrent:      c.MaxConcurrent,
+		MaxBytesPerFrame:   int(c.MaxBytesPerFrame),
+	}
+}
