@@ -167,6 +167,11 @@ func newWriter(path string, s *Schema, opts WriterOptions) (*Writer, error) {
 			return nil, fmt.Errorf("acta: column %q: %w", c.Name, err)
 		}
 		w.encs[i] = e
+		if opts.Encoding.policy == encoding.PolicyFixed {
+			if err := probeFixed(e, c); err != nil {
+				return nil, fmt.Errorf("acta: column %q (%s): %w", c.Name, c.Type, err)
+			}
+		}
 		_, wd := classOf(c.Type)
 		w.rowWidth += int64(max(wd, 1))
 	}
@@ -394,3 +399,21 @@ func (w *Writer) Close() error {
 
 // Summary reports the session so far.
 func (w *Writer) Summary() WriterSummary { return w.sum }
+
+// probeFixed encodes two zero values of c so that a fixed transform the
+// column layer does not offer for c's type fails at Create, not at the
+// first publish (which would poison the writer).
+func probeFixed(e *encoding.Encoder, c Column) error {
+	class, w := classOf(c.Type)
+	v := encoding.Values{N: 2, Width: w}
+	switch class {
+	case encoding.ClassBool:
+		v.Bools = []bool{false, false}
+	case encoding.ClassVar:
+		v.Offsets, v.Data = []int{0, 0, 0}, []byte{}
+	default:
+		v.Fixed = make([]byte, 2*w)
+	}
+	_, err := e.Encode(class, w, false, 2, nil, v)
+	return err
+}
