@@ -136,7 +136,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
-	go func() { errc <- grpcSrv.Serve() }()
+	if grpcSrv != nil { // nil when otlp.grpc.enabled is false
+		go func() {
+			if err := grpcSrv.Serve(); err != nil {
+				errc <- err
+			}
+		}()
+	}
 	rt.ready.Store(true)
 
 	var serveErr error
