@@ -114,6 +114,40 @@ func (r *Reader) decodeBlockAt(m *blockMeta, want []int, budget int64, met *Scan
 			return nil, 0, corruptf(hoff+blockHeaderSize+int64(ctx.pos[si])*colDescSize, "block %d column %q: %v", m.Seq, col.Name, err)
 		}
 		out[k] = a
+		if col.ID == r.fh.schema.Primary {
+			if err := checkPrimary(&h, a, rows, m.Seq, hoff); err != nil {
+				return nil, 0, err
+			}
+		}
 	}
 	return out, rows, nil
+}
+
+// checkPrimary verifies what the header claims about decoded primary values
+// (§8): a strict reader that decodes the primary column MUST check the
+// TS_SORTED order and the bounds (first/last when sorted, min/max always).
+func checkPrimary(h *blockHeader, a Array, rows int, seq uint64, hoff int64) error {
+	v := primaryValues(a)
+	first, last := v(0), v(rows-1)
+	lo, hi, sorted := first, first, true
+	prev := first
+	for i := 1; i < rows; i++ {
+		x := v(i)
+		if x < prev {
+			sorted = false
+		}
+		lo, hi, prev = min(lo, x), max(hi, x), x
+	}
+	if h.sorted() {
+		if !sorted {
+			return corruptf(hoff+56, "block %d claims TS_SORTED but its primary values decrease", seq)
+		}
+		if h.Min != first || h.Max != last {
+			return corruptf(hoff+24, "block %d is TS_SORTED but bounds [%d, %d] are not its first/last values [%d, %d]", seq, h.Min, h.Max, first, last)
+		}
+	}
+	if h.Min != lo || h.Max != hi {
+		return corruptf(hoff+24, "block %d bounds [%d, %d], primary values span [%d, %d]", seq, h.Min, h.Max, lo, hi)
+	}
+	return nil
 }

@@ -153,8 +153,12 @@ type discoverer struct {
 	fh     *fileHead
 	strict bool // check every body CRC (recovery, the writer, validation)
 	buf    []byte
+	pre    []byte // read-ahead at each frame start
 	h      blockHeader
 }
+
+// readAhead is how much discovery reads at each frame start.
+const readAhead = 8 << 10
 
 // run walks frames from c up to size, appending blocks to out. It stops at
 // EOF (tail complete), at an incomplete final frame (reported in the tail),
@@ -189,11 +193,13 @@ func (d *discoverer) frame(c *chain, size int64) (blockMeta, error) {
 	if size-off < prefixSize {
 		return m, &tailState{Incomplete: true, Offset: off, Present: size - off}
 	}
-	var px [prefixSize]byte
-	if _, err := d.r.ReadAt(px[:], off); err != nil {
+	// One read usually brings the whole frame: the store writes many small
+	// blocks, and a syscall per field would dominate opening.
+	d.pre = grow(d.pre, int(min(size-off, readAhead)))
+	if _, err := d.r.ReadAt(d.pre, off); err != nil {
 		return m, err
 	}
-	p, err := parsePrefix(px[:], off, d.fh.ctx.lim)
+	p, err := parsePrefix(d.pre[:prefixSize], off, d.fh.ctx.lim)
 	if err != nil {
 		return m, err
 	}
@@ -208,7 +214,23 @@ func (d *discoverer) frame(c *chain, size int64) (blockMeta, error) {
 		return m, &tailState{Incomplete: true, Offset: off, Present: size - off, Declared: total, Type: p.Type, Seq: p.Seq}
 	}
 	var hdr, tr []byte
-	if d.strict {
+	if total <= int64(len(d.pre)) {
+		fr := d.pre[:total]
+		hdr = fr[prefixSize : prefixSize+int(p.HeaderLen)]
+		tr = fr[total-trailerSize:]
+		if d.strict {
+			if err := checkFrameBody(fr, off, p); err != nil {
+				return m, err
+			}
+		} else {
+			if got := crc(hdr); got != p.HeaderCRC {
+				return m, corruptf(off+prefixSize, "frame %d header CRC32C %#08x, prefix says %#08x", p.Seq, got, p.HeaderCRC)
+			}
+			if err := checkTrailer(tr, off, p); err != nil {
+				return m, err
+			}
+		}
+	} else if d.strict {
 		d.buf = grow(d.buf, int(total))
 		if _, err := d.r.ReadAt(d.buf, off); err != nil {
 			return m, err

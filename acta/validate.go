@@ -68,7 +68,7 @@ func (r *Reader) validateBlock(m *blockMeta) error {
 		all[i] = i
 	}
 	var met ScanMetrics
-	cols, rows, err := r.decodeBlock(m, all, r.lim.MaxDecodedBlockBytes, &met)
+	cols, _, err := r.decodeBlock(m, all, r.lim.MaxDecodedBlockBytes, &met)
 	if err != nil {
 		return err
 	}
@@ -81,27 +81,7 @@ func (r *Reader) validateBlock(m *blockMeta) error {
 	if err := r.fh.ctx.parseBlockHeader(&h, hdr, hoff, m.payloadLen, m.BaseRowID); err != nil {
 		return err
 	}
-	if pi := s.PrimaryIndex(); pi >= 0 {
-		v := primaryValues(cols[pi])
-		lo, hi, sorted := v(0), v(0), true
-		for i := 1; i < rows; i++ {
-			x := v(i)
-			if x < v(i-1) {
-				sorted = false
-			}
-			lo, hi = min(lo, x), max(hi, x)
-		}
-		if h.sorted() {
-			if !sorted {
-				return corruptf(hoff+56, "block %d claims TS_SORTED but its primary values decrease", m.Seq)
-			}
-			if h.Min != v(0) || h.Max != v(rows-1) {
-				return corruptf(hoff+24, "block %d is TS_SORTED but bounds [%d, %d] are not first/last [%d, %d]", m.Seq, h.Min, h.Max, v(0), v(rows-1))
-			}
-		} else if h.Min != lo || h.Max != hi {
-			return corruptf(hoff+24, "block %d bounds [%d, %d], values span [%d, %d]", m.Seq, h.Min, h.Max, lo, hi)
-		}
-	}
+	// Primary bounds and TS_SORTED were checked by decodeBlock.
 	for si, c := range s.Columns {
 		cd := h.Cols[r.fh.ctx.pos[si]]
 		at := hoff + blockHeaderSize + int64(r.fh.ctx.pos[si])*colDescSize
