@@ -50,7 +50,8 @@ type Encoder struct {
 	// Scratch reused across calls: one arena per materialized candidate
 	// (raw plus at most two specialized), the compressed copies, the
 	// statistics and the returned stream slice.
-	cand      [3]candidate
+	cand      [4]candidate // raw, two shortlisted, one byte-aligned variant
+	aligned   bool         // materialize packed widths rounded up to bytes
 	stats     []byte
 	prof      profile
 	nums      []uint64 // dense values as uint64 keys

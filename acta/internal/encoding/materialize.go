@@ -138,6 +138,39 @@ func (e *Encoder) estimate(col column, c choice) (lens [3]int, n int) {
 	return
 }
 
+// packWidth is the bit width a materialized packed stream uses: the
+// minimal width, or under e.aligned that width rounded up to whole bytes.
+// Any width at least the minimal one is valid (§9.2 does not require the
+// minimum), and byte-aligned values let Zstandard's entropy coder see them,
+// which on jittered timestamps beats the tighter packing.
+func (e *Encoder) packWidth(w int) int {
+	if e.aligned {
+		return (w + 7) &^ 7
+	}
+	return w
+}
+
+// packsInts reports whether c has a packed integer stream whose width
+// alignment could change.
+func (e *Encoder) packsInts(c choice, class Class) bool {
+	p := &e.prof
+	switch c {
+	case chBitPacked:
+		return class != ClassBool && p.bpWidth%8 != 0
+	case chFOR:
+		return p.forWidth%8 != 0
+	case chDelta:
+		return p.n > 1 && p.deltaW%8 != 0
+	case chDoD:
+		return p.n > 2 && p.dodW%8 != 0
+	case chDictionary:
+		return bitWidth(uint64(p.dictN-1))%8 != 0
+	case chRunLength:
+		return bitWidth(uint64(p.maxRun))%8 != 0
+	}
+	return false
+}
+
 // materialize writes c's value streams (validity excluded) into cand.
 func (e *Encoder) materialize(cand *candidate, col column, c choice) error {
 	p := &e.prof
@@ -178,7 +211,7 @@ func (e *Encoder) materialize(cand *candidate, col column, c choice) error {
 			}
 			cand.buf = bw.finish()
 		} else {
-			bw := newBitWriter(cand.buf, p.bpWidth)
+			bw := newBitWriter(cand.buf, e.packWidth(p.bpWidth))
 			for _, x := range e.nums[:p.n] {
 				bw.put(x)
 			}
@@ -192,7 +225,7 @@ func (e *Encoder) materialize(cand *candidate, col column, c choice) error {
 		var base [8]byte
 		binary.LittleEndian.PutUint64(base[:], p.minBits)
 		cand.buf = append(cand.buf, base[:w]...)
-		bw := newBitWriter(cand.buf, p.forWidth)
+		bw := newBitWriter(cand.buf, e.packWidth(p.forWidth))
 		for _, x := range e.nums[:p.n] {
 			bw.put(x - p.minBits)
 		}
@@ -202,7 +235,7 @@ func (e *Encoder) materialize(cand *candidate, col column, c choice) error {
 		nums := e.nums[:p.n]
 		cand.buf = append(cand.buf, v.Fixed[:w]...)
 		if p.n > 1 {
-			bw := newBitWriter(cand.buf, p.deltaW)
+			bw := newBitWriter(cand.buf, e.packWidth(p.deltaW))
 			for i := 1; i < len(nums); i++ {
 				bw.put(zigzag(int64(nums[i] - nums[i-1])))
 			}
@@ -213,7 +246,7 @@ func (e *Encoder) materialize(cand *candidate, col column, c choice) error {
 		nums := e.nums[:p.n]
 		cand.buf = append(cand.buf, v.Fixed[:w]...)
 		cand.buf = binary.LittleEndian.AppendUint64(cand.buf, uint64(p.firstDiff))
-		bw := newBitWriter(cand.buf, p.dodW)
+		bw := newBitWriter(cand.buf, e.packWidth(p.dodW))
 		prev := p.firstDiff
 		for i := 2; i < len(nums); i++ {
 			d := int64(nums[i] - nums[i-1])
@@ -238,7 +271,7 @@ func (e *Encoder) materialize(cand *candidate, col column, c choice) error {
 			cand.add(KindDictionaryLengths, TransformRaw, p.dictN, start)
 		}
 		start = len(cand.buf)
-		bw := newBitWriter(cand.buf, bitWidth(uint64(p.dictN-1)))
+		bw := newBitWriter(cand.buf, e.packWidth(bitWidth(uint64(p.dictN-1))))
 		for _, k := range e.idx[:p.n] {
 			bw.put(uint64(k))
 		}
@@ -280,7 +313,7 @@ func (e *Encoder) materializeRuns(cand *candidate, col column) {
 		cand.add(KindLengths, TransformRaw, p.runs, start)
 	}
 	start = len(cand.buf)
-	bw := newBitWriter(cand.buf, bitWidth(uint64(p.maxRun)))
+	bw := newBitWriter(cand.buf, e.packWidth(bitWidth(uint64(p.maxRun))))
 	run := 1
 	for i := 1; i < n; i++ {
 		if same(i, i-1) {

@@ -65,19 +65,42 @@ func (e *Encoder) adaptive(col column) (*candidate, error) {
 	for i := 0; i < len(list) && i < 2; i++ {
 		ch := list[i].ch
 		c := &e.cand[1+i]
-		c.reset(ch.layout())
-		e.putValidity(c, col, vt)
-		if err := e.materialize(c, col, ch); err != nil {
+		if err := e.build(c, col, vt, ch, false); err != nil {
 			return nil, err
 		}
-		c.seal()
-		e.compress(c)
 		cost := c.storedCost()
+		// Under zstd the same candidate is also tried with byte-aligned
+		// packed widths; the smaller stored form is the candidate's price.
+		if e.zstd != nil && e.packsInts(ch, col.class) {
+			alt := &e.cand[3]
+			if err := e.build(alt, col, vt, ch, true); err != nil {
+				return nil, err
+			}
+			if altCost := alt.storedCost(); altCost < cost {
+				e.cand[1+i], e.cand[3] = e.cand[3], e.cand[1+i]
+				cost = altCost
+			}
+		}
 		if cost+margin(rawCost) <= rawCost && cost < bestCost {
 			best, bestCost = c, cost
 		}
 	}
 	return best, nil
+}
+
+// build materializes, seals and compresses one candidate.
+func (e *Encoder) build(c *candidate, col column, vt uint16, ch choice, aligned bool) error {
+	c.reset(ch.layout())
+	e.putValidity(c, col, vt)
+	e.aligned = aligned
+	err := e.materialize(c, col, ch)
+	e.aligned = false
+	if err != nil {
+		return err
+	}
+	c.seal()
+	e.compress(c)
+	return nil
 }
 
 // planValidity picks raw bits or boolean RLE for an explicit validity
