@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -56,7 +57,7 @@ var testLimits = Limits{
 
 func newServer(t testing.TB, app actastore.Appender) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(New(app, testLimits, nil, nil))
+	srv := httptest.NewServer(New(app, testLimits, slog.New(slog.DiscardHandler), nil))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -1,0 +1,112 @@
+package remotewrite
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/acta-remote/acta-remote/actastore"
+)
+
+func openStore(t *testing.T, opts actastore.Options) *actastore.Store {
+	t.Helper()
+	st, err := actastore.Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func readBack(t *testing.T, st *actastore.Store, name string) map[string][]actastore.Sample {
+	t.Helper()
+	out := map[string][]actastore.Sample{}
+	ss := st.Select(context.Background(), math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", name))
+	for ss.Next() {
+		s := ss.At()
+		it := s.Iterator()
+		for it.Next() {
+			ts, v := it.At()
+			out[s.Labels().String()] = append(out[s.Labels().String()], actastore.Sample{T: ts, V: v})
+		}
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The real store's per-sample rejections come back as a partial 400 that
+// names them, and the rest of the request is stored.
+func TestRealStoreRejections(t *testing.T) {
+	st := openStore(t, actastore.Options{MaxSeries: 2, OutOfOrderWindow: time.Minute})
+	srv := newServer(t, st)
+	ts := func(v float64, tms int64, kv ...string) prompb.TimeSeries {
+		return prompb.TimeSeries{Labels: pbLabels(kv...), Samples: []prompb.Sample{{Value: v, Timestamp: tms}}}
+	}
+	a := post(t, srv.URL, ctV2, "snappy", v2Body(t, v2Req([]string{"__name__", "m", "i", "1"})))
+	if a.code != http.StatusNoContent || a.written != "1" {
+		t.Fatalf("first write: %d %q %s", a.code, a.written, a.body)
+	}
+	f := func(name string, body []byte, code int, contains string) {
+		t.Helper()
+		a := post(t, srv.URL, ctV1, "snappy", body)
+		if a.code != code || !strings.Contains(a.body, contains) {
+			t.Errorf("%s: got %d %q, want %d containing %q", name, a.code, a.body, code, contains)
+		}
+	}
+	// v2Req stored {i="1"} at t=1000 with value 0.
+	f("exact duplicate is fine", v1Body(t, ts(0, 1000, "__name__", "m", "i", "1")), 204, "")
+	f("conflicting duplicate", v1Body(t, ts(5, 1000, "__name__", "m", "i", "1"), ts(1, 2000, "__name__", "m", "i", "1")), 400, "duplicate sample")
+	f("newer", v1Body(t, ts(1, 1000+3600_000, "__name__", "m", "i", "1")), 204, "")
+	f("too old", v1Body(t, ts(1, 1500, "__name__", "m", "i", "1")), 400, "out-of-order")
+	f("cardinality", v1Body(t, ts(1, 5000, "__name__", "m", "i", "2"), ts(1, 5000, "__name__", "m", "i", "3")), 400, "series limit")
+
+	got := readBack(t, st, "m")
+	want := map[string][]actastore.Sample{
+		`{__name__="m", i="1"}`: {{T: 1000, V: 0}, {T: 2000, V: 1}, {T: 3601000, V: 1}},
+		`{__name__="m", i="2"}`: {{T: 5000, V: 1}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+	for k, ws := range want {
+		if len(got[k]) != len(ws) {
+			t.Errorf("%s: stored %v, want %v", k, got[k], ws)
+			continue
+		}
+		for i := range ws {
+			if got[k][i] != ws[i] {
+				t.Errorf("%s: stored %v, want %v", k, got[k], ws)
+			}
+		}
+	}
+}
+
+// Requests that fail validation leave the real store untouched.
+func TestRealStoreBadInputsStoreNothing(t *testing.T) {
+	st := openStore(t, actastore.Options{})
+	srv := newServer(t, st)
+	for _, body := range [][]byte{
+		v1Body(t, series("job", "a", "__name__", "m")),
+		v1Body(t, series("__name__", "m", "a", "1", "a", "2")),
+		v1Body(t, series("job", "x")),
+		append(v1Body(t, series("__name__", "m"))[:5], 0xff),
+	} {
+		if a := post(t, srv.URL, ctV1, "snappy", body); a.code != http.StatusBadRequest {
+			t.Errorf("status %d %s, want 400", a.code, a.body)
+		}
+	}
+	if got := readBack(t, st, "m"); len(got) != 0 {
+		t.Errorf("bad inputs stored %v", got)
+	}
+	if s := st.Stats(); s.Series != 0 {
+		t.Errorf("bad inputs created %d series", s.Series)
+	}
+}
