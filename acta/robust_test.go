@@ -336,25 +336,60 @@ func TestKilledWriter(t *testing.T) {
 		sc := bufio.NewScanner(stdout)
 		want := 10 + rng.Intn(300)
 		committed := 0
+		var r *Reader
+		var tail *Tail
+		seen := 0
+		// poll drains the tail, checking every block is the next one, whole.
+		poll := func() {
+			for {
+				b, err := tail.Poll()
+				if err != nil {
+					t.Fatalf("round %d: poll after %d blocks: %v", round, seen, err)
+				}
+				if b == nil {
+					return
+				}
+				ts := b.Columns[0].(*FixedArray[int64]).Values
+				if len(ts) != 1+seen%50 || ts[0] != int64(seen*100) || ts[len(ts)-1] != int64(seen*100+len(ts)-1) {
+					t.Fatalf("round %d: block %d torn or out of order: %d rows from %d", round, seen, len(ts), ts[0])
+				}
+				seen++
+			}
+		}
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			if len(f) == 2 && f[0] == "committed" {
-				committed, _ = strconv.Atoi(f[1])
-				if committed >= want {
-					break
+			if len(f) != 2 || f[0] != "committed" {
+				continue
+			}
+			committed, _ = strconv.Atoi(f[1])
+			if r == nil {
+				var err error
+				if r, err = Open(path); err != nil {
+					t.Fatal(err)
 				}
+				seen = len(r.Blocks()) // the tail starts after these
+				if tail, err = r.Tail(ScanOptions{Columns: []string{"timestamp"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if committed%7 == 0 {
+				poll()
+			}
+			if committed >= want {
+				break
 			}
 		}
 		cmd.Process.Kill()
 		cmd.Wait()
-		r, err := Open(path)
-		if err != nil {
-			t.Fatalf("round %d: open: %v", round, err)
-		}
-		got := len(r.Blocks())
+		poll()
 		r.Close()
-		if got < committed {
-			t.Fatalf("round %d: %d blocks visible, writer reported %d", round, got, committed)
+		if seen < committed {
+			t.Fatalf("round %d: tail saw %d blocks, writer reported %d", round, seen, committed)
+		}
+		if r2, err := Open(path); err != nil || len(r2.Blocks()) != seen {
+			t.Fatalf("round %d: reopen: %v", round, err)
+		} else {
+			r2.Close()
 		}
 		if plan, err := InspectRecovery(path); err != nil {
 			t.Fatal(err)
