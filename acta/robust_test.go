@@ -403,3 +403,32 @@ func TestKilledWriter(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairRefusesCorruption: a damaged complete frame, whether followed by
+// a valid frame or final, is never cut by repair, and no byte is removed.
+func TestRepairRefusesCorruption(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "b.acta")
+	writeTS(t, base, WriterOptions{}, []int64{1, 2}, []int64{3, 4})
+	data, _ := os.ReadFile(base)
+	r, _ := Open(base)
+	blocks := append([]BlockInfo(nil), r.Blocks()...)
+	r.Close()
+	for i, b := range blocks {
+		d := append([]byte(nil), data...)
+		d[b.Offset+b.Bytes-trailerSize-3] ^= 0xff // inside the payload
+		d = append(d, data[blocks[1].Offset:blocks[1].Offset+20]...) // plus a torn tail
+		path := filepath.Join(dir, "c.acta")
+		os.WriteFile(path, d, 0o644)
+		if _, err := InspectRecovery(path); !IsCorruption(err) {
+			t.Fatalf("block %d: inspect: %v", i, err)
+		}
+		_, err := RepairIncompleteTail(path)
+		if !IsCorruption(err) || !strings.Contains(err.Error(), "no bytes removed") {
+			t.Fatalf("block %d: repair: %v", i, err)
+		}
+		if fileSize(t, path) != int64(len(d)) {
+			t.Fatalf("block %d: repair changed the file", i)
+		}
+	}
+}
