@@ -55,7 +55,7 @@ type Encoder struct {
 	stats     []byte
 	prof      profile
 	nums      []uint64 // dense values as uint64 keys
-	kmap      map[uint64]uint16
+	ktab      keyTable
 	smap      map[string]uint16
 	dictFirst []int32  // first position of each dictionary entry
 	idx       []uint16 // dictionary entry of each value

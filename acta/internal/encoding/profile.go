@@ -107,7 +107,7 @@ func (e *Encoder) profileColumn(col column) {
 		if col.class == ClassSigned || col.class == ClassUnsigned {
 			e.profileInts(nums, col.class == ClassSigned)
 		}
-		e.dictKeys(nums, col.width)
+		e.dictKeys(nums, col.width, e.bestEstimate(col))
 	default:
 		e.profileBytes(col)
 	}
@@ -214,31 +214,94 @@ func (e *Encoder) profileInts(nums []uint64, signed bool) {
 }
 
 // dictKeys builds the capped dictionary of uint64 keys into e.dictFirst
-// (first position of each entry) and e.idx (entry per value).
-func (e *Encoder) dictKeys(nums []uint64, width int) {
+// (first position of each entry) and e.idx (entry per value). It gives up
+// as soon as even the entries seen so far make a dictionary cost more than
+// bound, the best estimate of the other candidates: entries only grow, so
+// that dictionary could never win, and timestamps stop after a few hundred
+// values instead of filling the table.
+func (e *Encoder) dictKeys(nums []uint64, width int, bound int) {
 	p := &e.prof
-	if e.kmap == nil {
-		e.kmap = make(map[uint64]uint16, 256)
-	}
-	clear(e.kmap)
-	e.dictFirst = e.dictFirst[:0]
-	e.idx = e.idx[:0]
 	limit := e.dictCap(len(nums))
+	t := &e.ktab
+	t.reset(limit)
+	e.dictFirst = e.dictFirst[:0]
+	if cap(e.idx) < len(nums) {
+		e.idx = make([]uint16, 0, len(nums))
+	}
+	idx := e.idx[:len(nums)]
+	n := len(nums)
+	nextCheck := 1
 	for i, v := range nums {
-		k, ok := e.kmap[v]
+		k, ok := t.lookup(v, uint16(len(e.dictFirst)))
 		if !ok {
-			if len(e.dictFirst) == limit {
+			d := len(e.dictFirst)
+			if d == limit {
 				return
 			}
-			k = uint16(len(e.dictFirst))
-			e.kmap[v] = k
+			if d == nextCheck {
+				// Lower bound of the dictionary's stored cost with d+1 entries.
+				lb := 2*streamDescriptorSize + (d+1)*width + packedLen(n, bitWidth(uint64(d)))
+				if lb > bound {
+					return
+				}
+				nextCheck = d*2 + 1
+			}
 			e.dictFirst = append(e.dictFirst, int32(i))
 		}
-		e.idx = append(e.idx, k)
+		idx[i] = k
 	}
+	e.idx = idx
 	p.dictOK = true
 	p.dictN = len(e.dictFirst)
 	p.dictBytes = p.dictN * width
+}
+
+// keyTable is an open-addressing uint64 -> uint16 table reset by bumping a
+// generation, so reuse costs nothing per block.
+type keyTable struct {
+	keys []uint64
+	vals []uint16
+	gens []uint32
+	gen  uint32
+	mask uint64
+	shft uint
+}
+
+func (t *keyTable) reset(limit int) {
+	size := 16
+	for size < 2*limit {
+		size <<= 1
+	}
+	if len(t.keys) < size {
+		t.keys = make([]uint64, size)
+		t.vals = make([]uint16, size)
+		t.gens = make([]uint32, size)
+		t.gen = 0
+	}
+	t.gen++
+	if t.gen == 0 { // wrapped: stale generations could alias
+		clear(t.gens)
+		t.gen = 1
+	}
+	t.mask = uint64(size - 1)
+	t.shft = uint(64 - bitWidth(uint64(size-1)))
+}
+
+// lookup returns the value of k, inserting next when k is absent (ok false).
+func (t *keyTable) lookup(k uint64, next uint16) (uint16, bool) {
+	h := (k * 0x9e3779b97f4a7c15) >> t.shft
+	for {
+		if t.gens[h] != t.gen {
+			t.gens[h] = t.gen
+			t.keys[h] = k
+			t.vals[h] = next
+			return next, false
+		}
+		if t.keys[h] == k {
+			return t.vals[h], true
+		}
+		h = (h + 1) & t.mask
+	}
 }
 
 // value returns dense value i's bytes for fixed-width and var classes.

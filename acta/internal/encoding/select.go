@@ -2,8 +2,6 @@ package encoding
 
 import (
 	"fmt"
-	"math/bits"
-	"sort"
 )
 
 // Adaptive selection, spec §12: profile once, estimate every cheap
@@ -30,6 +28,22 @@ func (e *Encoder) estCost(col column, c choice) int {
 	return cost
 }
 
+// bestEstimate is the lowest estimated cost among the applicable
+// candidates other than dictionary, raw included: the bound a dictionary
+// must beat to be worth building.
+func (e *Encoder) bestEstimate(col column) int {
+	if e.opts.Policy != PolicyAdaptive {
+		return int(^uint(0) >> 1)
+	}
+	best := e.estCost(col, chRaw)
+	for ch := chRaw + 1; ch < numChoices; ch++ {
+		if ch != chDictionary && offered(col.class, ch) && e.prof.applies(ch) {
+			best = min(best, e.estCost(col, ch))
+		}
+	}
+	return best
+}
+
 func (e *Encoder) adaptive(col column) (*candidate, error) {
 	e.profileColumn(col)
 	vt := e.planValidity(col)
@@ -47,12 +61,13 @@ func (e *Encoder) adaptive(col column) (*candidate, error) {
 		}
 	}
 	list := ests[:k]
-	sort.Slice(list, func(i, j int) bool {
-		if list[i].cost != list[j].cost {
-			return list[i].cost < list[j].cost
+	// Insertion sort by (cost, choice): at most ten entries, no allocation,
+	// and a total order, so ties resolve the same way every time.
+	for i := 1; i < len(list); i++ {
+		for j := i; j > 0 && (list[j].cost < list[j-1].cost || list[j].cost == list[j-1].cost && list[j].ch < list[j-1].ch); j-- {
+			list[j], list[j-1] = list[j-1], list[j]
 		}
-		return list[i].ch < list[j].ch
-	})
+	}
 
 	raw := &e.cand[0]
 	raw.reset(LayoutPlain)
@@ -259,5 +274,3 @@ func (p *profile) why(c choice) string {
 	}
 	return "not applicable"
 }
-
-var _ = bits.Len
