@@ -1,12 +1,3 @@
-// Package actastore is the series store: a durable series catalog with an
-// in-memory label index, a write-ahead log, in-memory head buffers, and one
-// Acta v0.2 file per series that head buffers are flushed into.
-//
-// Data flow (see DESIGN.md): Append validates and interns labels into
-// series refs, appends the batch to the WAL (group commit, fsync), returns,
-// and adds the samples to head buffers; flushes encode head buffers as
-// TS_SORTED Acta blocks; Select merges file blocks (pruned by their time
-// bounds) with the head.
 package actastore
 
 import (
