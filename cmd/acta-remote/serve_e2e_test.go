@@ -367,16 +367,22 @@ func TestServeEndToEnd(t *testing.T) {
 	checkAll(t, "after SIGKILL restart (second)", p.url, "e2e_second", second)
 	p.stop(t, syscall.SIGTERM)
 
-	// The data directory holds one series file per series.
-	n := 0
+	// The data directory holds one series file per series, and each passes
+	// the binary's own full validation.
+	var files []string
 	filepath.WalkDir(filepath.Join(dataDir, "series"), func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			n++
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".acta") {
+			files = append(files, path)
 		}
 		return nil
 	})
-	if n < 35 {
-		t.Errorf("%d series files under %s, want at least 35", n, dataDir)
+	if len(files) < 35 {
+		t.Errorf("%d series files under %s, want at least 35", len(files), dataDir)
+	}
+	for _, f := range files {
+		if out, err := exec.Command(bin, "validate", f, "--level", "full").CombinedOutput(); err != nil {
+			t.Errorf("validate --level full %s: %v\n%s", f, err, out)
+		}
 	}
 }
 
