@@ -199,12 +199,23 @@ func (w *Writer) Append(b *Batch) error {
 	}
 	for o := 0; o < b.Rows; {
 		k := min(b.Rows-o, w.opts.RowBlockTarget-w.rows)
-		if byRoom := (w.opts.ByteBlockTarget - w.bytes) / w.rowWidth; int64(k) > byRoom {
-			k = int(max(byRoom, 1))
+		// Rows are priced at their fixed width (variable-width bytes are
+		// added as they are buffered), so a block stays within the byte
+		// target; a single row larger than the target gets a block alone.
+		room := (w.opts.ByteBlockTarget - w.bytes) / w.rowWidth
+		if room <= 0 {
+			if w.rows > 0 {
+				if err := w.publish(); err != nil {
+					return err
+				}
+				continue
+			}
+			room = 1
 		}
+		k = int(min(int64(k), room))
 		w.buffer(b, o, o+k)
 		o += k
-		if w.rows >= w.opts.RowBlockTarget || w.bytes >= w.opts.ByteBlockTarget {
+		if w.rows >= w.opts.RowBlockTarget || w.bytes+w.rowWidth > w.opts.ByteBlockTarget {
 			if err := w.publish(); err != nil {
 				return err
 			}

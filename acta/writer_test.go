@@ -544,3 +544,42 @@ func TestAdaptiveLargeBlocks(t *testing.T) {
 	}
 	t.Logf("sizes: %v", sizes)
 }
+
+func TestWriterPoisonAndByteTarget(t *testing.T) {
+	dir := t.TempDir()
+	s := tsSchema(t)
+	// 16 bytes a row: a 100-byte target publishes every 6 rows.
+	path := filepath.Join(dir, "bytes.acta")
+	w, err := Create(path, s, WriterOptions{ByteBlockTarget: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
+	if err := w.Append(tsBatch(s, ts, make([]float64, len(ts)))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := Open(path)
+	eqSlice(t, "byte-target blocks", blockRows(r), []int{6, 6, 2})
+	r.Close()
+
+	// A write failure poisons the writer for good.
+	path = filepath.Join(dir, "poison.acta")
+	w, err = Create(path, s, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.f.Close() // the next write fails
+	w.Append(tsBatch(s, []int64{1}, []float64{1}))
+	if err := w.Flush(); !errors.Is(err, ErrPoisoned) {
+		t.Fatalf("flush after failed write: %v", err)
+	}
+	if err := w.Append(tsBatch(s, []int64{2}, []float64{2})); !errors.Is(err, ErrPoisoned) {
+		t.Fatalf("append on poisoned writer: %v", err)
+	}
+	if err := w.Sync(); !errors.Is(err, ErrPoisoned) {
+		t.Fatalf("sync on poisoned writer: %v", err)
+	}
+}
