@@ -416,7 +416,7 @@ func TestRepairRefusesCorruption(t *testing.T) {
 	r.Close()
 	for i, b := range blocks {
 		d := append([]byte(nil), data...)
-		d[b.Offset+b.Bytes-trailerSize-3] ^= 0xff // inside the payload
+		d[b.Offset+b.Bytes-trailerSize-3] ^= 0xff                    // inside the payload
 		d = append(d, data[blocks[1].Offset:blocks[1].Offset+20]...) // plus a torn tail
 		path := filepath.Join(dir, "c.acta")
 		os.WriteFile(path, d, 0o644)
