@@ -8,7 +8,7 @@ BIN      ?= bin/acta-remote
 # Arguments for `make run`, e.g. make run ARGS='--config acta-remote.yml'.
 ARGS     ?=
 
-.PHONY: all build run test vet unit fuzz e2e clean
+.PHONY: all build run test vet unit fuzz e2e e2e-reference clean
 
 all: build
 
@@ -32,6 +32,11 @@ fuzz:
 
 e2e:
 	cd e2e && $(GO) test -count=1 -timeout 60m -v ./...
+
+# The same end-to-end test with a Prometheus receiver in acta-remote's place:
+# checks the harness itself (not part of `make test`).
+e2e-reference:
+	cd e2e && ACTA_E2E_BACKEND=prometheus $(GO) test -count=1 -timeout 60m -v -run TestPrometheusRemoteWriteAndRead ./...
 
 clean:
 	rm -rf bin

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,11 +56,28 @@ func startProcess(t, owner *testing.T, name, logPath, bin string, args ...string
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
-		if owner.Failed() {
+		if owner.Failed() && firstTail(logPath) {
 			owner.Logf("last lines of %s:\n%s", logPath, tail(logPath, 40))
 		}
 	})
 	return p
+}
+
+var (
+	tailedMu sync.Mutex
+	tailed   = map[string]bool{}
+)
+
+// firstTail reports whether the log at path has not been printed yet: a
+// restarted process shares its log with the earlier run, print it once.
+func firstTail(path string) bool {
+	tailedMu.Lock()
+	defer tailedMu.Unlock()
+	if tailed[path] {
+		return false
+	}
+	tailed[path] = true
+	return true
 }
 
 func (p *process) running() bool {

@@ -66,9 +66,9 @@ type apiResponse struct {
 type apiData struct {
 	ResultType string `json:"resultType"`
 	Result     []struct {
-		Metric map[string]string `json:"metric"`
-		Value  []json.Number     `json:"value"`  // vector: [t, "v"]
-		Values [][]json.Number   `json:"values"` // matrix: [[t, "v"], ...]
+		Metric map[string]string   `json:"metric"`
+		Value  []json.RawMessage   `json:"value"`  // vector: [t, "v"]
+		Values [][]json.RawMessage `json:"values"` // matrix: [[t, "v"], ...]
 	} `json:"result"`
 }
 
@@ -103,9 +103,7 @@ func (a promAPI) get(ctx context.Context, path string, params url.Values) ([]ser
 		return nil, fmt.Errorf("%s %s: warnings: %s", a.name, params.Get("query"), strings.Join(r.Warnings, "; "))
 	}
 	var d apiData
-	dec = json.NewDecoder(strings.NewReader(string(r.Data)))
-	dec.UseNumber()
-	if err := dec.Decode(&d); err != nil {
+	if err := json.Unmarshal(r.Data, &d); err != nil {
 		return nil, fmt.Errorf("%s %s: cannot decode data: %v", a.name, params.Get("query"), err)
 	}
 	if d.ResultType != "matrix" && d.ResultType != "vector" {
@@ -119,13 +117,14 @@ func (a promAPI) get(ctx context.Context, path string, params url.Values) ([]ser
 		}
 		pairs := res.Values
 		if d.ResultType == "vector" {
-			pairs = [][]json.Number{res.Value}
+			pairs = [][]json.RawMessage{res.Value}
 		}
 		for _, p := range pairs {
-			if len(p) != 2 {
-				return nil, fmt.Errorf("%s %s: malformed sample %v", a.name, params.Get("query"), p)
+			var v string // values are JSON strings: "1.5", "NaN", "+Inf"
+			if len(p) != 2 || json.Unmarshal(p[1], &v) != nil {
+				return nil, fmt.Errorf("%s %s: malformed sample %s", a.name, params.Get("query"), p)
 			}
-			s.samples = append(s.samples, apiSample{t: p[0].String(), v: p[1].String()})
+			s.samples = append(s.samples, apiSample{t: string(p[0]), v: v})
 		}
 		out = append(out, s)
 	}

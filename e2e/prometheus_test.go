@@ -213,10 +213,10 @@ func TestPrometheusRemoteWriteAndRead(t *testing.T) {
 		// Everything the backend holds, for the disk-use figure below.
 		stored := 0
 		window := time.Since(start) + time.Minute
-		if res, err := prom2.query(ctx, fmt.Sprintf(`sum(count_over_time({__name__=~".+"}[%dms]))`, window.Milliseconds()), time.Now()); err != nil {
+		if res, err := prom2.query(ctx, fmt.Sprintf(`{__name__=~".+"}[%dms]`, window.Milliseconds()), time.Now()); err != nil {
 			t.Error(err)
-		} else if len(res) == 1 && len(res[0].samples) == 1 {
-			fmt.Sscan(res[0].samples[0].v, &stored)
+		} else {
+			stored = countSamples(res)
 		}
 		if err := p2.stop(syscall.SIGTERM, time.Minute); err != nil {
 			t.Errorf("prometheus#2 on SIGTERM: %v", err)
@@ -368,6 +368,11 @@ func checkNoFailedSends(t *testing.T, base string) {
 			v, err := scrapeMetric(context.Background(), base, "prometheus_remote_storage_"+m, `remote_name="`+q.name+`"`)
 			if err != nil {
 				t.Errorf("cannot read %s of %s: %v", m, q.name, err)
+				continue
+			}
+			// A 2.0 queue sends metadata inside the write request and has no
+			// metadata counters of its own.
+			if len(v) == 0 && m == "metadata_failed_total" {
 				continue
 			}
 			if len(v) != 1 || v[0] != 0 {
