@@ -168,6 +168,13 @@ func toArray(t Type, rows int, validity Bitmap, v encoding.Values) (Array, error
 		if len(v.Offsets) != present+1 && !(present == 0 && len(v.Offsets) == 0) {
 			return nil, fmt.Errorf("%d offsets for %d present rows", len(v.Offsets), present)
 		}
+		// The offsets index Data later; a bad one must fail here, not panic
+		// in a caller.
+		for i := 0; i+1 < len(v.Offsets); i++ {
+			if v.Offsets[i] < 0 || v.Offsets[i] > v.Offsets[i+1] || v.Offsets[i+1] > len(v.Data) {
+				return nil, fmt.Errorf("value %d offsets [%d, %d) outside %d data bytes", i, v.Offsets[i], v.Offsets[i+1], len(v.Data))
+			}
+		}
 		a := &BytesArray{Offsets: make([]int, rows+1), Data: v.Data, Valid: validity}
 		if validity == nil {
 			copy(a.Offsets, v.Offsets)

@@ -102,16 +102,16 @@ func (r *Reader) decodeBlockAt(m *blockMeta, want []int, budget int64, met *Scan
 		if validity != nil {
 			vb = Bitmap(validity)
 		}
+		a, err := toArray(col.Type, rows, vb, vals)
+		if err != nil {
+			return nil, 0, corruptf(hoff+blockHeaderSize+int64(ctx.pos[si])*colDescSize, "block %d column %q: %v", m.Seq, col.Name, err)
+		}
 		if col.Type.ID == TypeUTF8 || col.Type.ID == TypeCategorical {
 			for i := 0; i+1 < len(vals.Offsets); i++ {
 				if !validUTF8(vals.Data[vals.Offsets[i]:vals.Offsets[i+1]]) {
 					return nil, 0, corruptf(hoff, "block %d column %q value %d is not UTF-8", m.Seq, col.Name, i)
 				}
 			}
-		}
-		a, err := toArray(col.Type, rows, vb, vals)
-		if err != nil {
-			return nil, 0, corruptf(hoff+blockHeaderSize+int64(ctx.pos[si])*colDescSize, "block %d column %q: %v", m.Seq, col.Name, err)
 		}
 		out[k] = a
 		if col.ID == r.fh.schema.Primary {

@@ -63,7 +63,14 @@ type WriterOptions struct {
 	RowBlockTarget  int   // rows per block, 0 means 65536
 	ByteBlockTarget int64 // estimated raw bytes per block, 0 means 64 MiB
 	RowIDs          bool  // implicit row IDs (prologue feature bit 0)
-	Limits          Limits
+	// Limits bound what OpenWriter reads from an existing file.
+	Limits Limits
+	// SkipBodyCheck makes OpenWriter check existing frames' structure,
+	// header and trailer CRCs but not their body CRCs, so reopening costs
+	// the headers rather than the file size (for callers that reopen
+	// writers often, such as an LRU of open files). Readers and Validate
+	// still check every body.
+	SkipBodyCheck bool
 }
 
 const (

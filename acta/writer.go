@@ -126,7 +126,7 @@ func openWriter(path string, f *os.File, opts WriterOptions) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := discoverer{r: f, fh: fh, strict: true}
+	d := discoverer{r: f, fh: fh, strict: !opts.SkipBodyCheck}
 	_, ch, tail, err := d.run(fh.firstChain(), fi.Size(), nil)
 	if err != nil {
 		return nil, err

@@ -583,3 +583,19 @@ func TestWriterPoisonAndByteTarget(t *testing.T) {
 		t.Fatalf("sync on poisoned writer: %v", err)
 	}
 }
+
+func TestOpenWriterBodyCheck(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "b.acta")
+	writeTS(t, path, WriterOptions{}, []int64{1, 2, 3})
+	data, _ := os.ReadFile(path)
+	data[len(data)-trailerSize-1] ^= 1 // last payload byte: only the body CRC covers it
+	os.WriteFile(path, data, 0o644)
+	if _, err := OpenWriter(path, WriterOptions{}); !IsCorruption(err) {
+		t.Fatalf("default OpenWriter: %v, want corruption", err)
+	}
+	w, err := OpenWriter(path, WriterOptions{SkipBodyCheck: true})
+	if err != nil {
+		t.Fatalf("SkipBodyCheck: %v", err)
+	}
+	w.Close()
+}
