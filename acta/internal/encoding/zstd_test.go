@@ -1,8 +1,11 @@
 package encoding
 
 import (
+	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func TestZstdKeptOnlyWhenItSaves(t *testing.T) {
@@ -51,5 +54,36 @@ func TestZstdDecodeRejects(t *testing.T) {
 	out, err := zstdDecode(frame, 4096, nil)
 	if err != nil || len(out) != 4096 {
 		t.Fatalf("good frame: %d bytes, %v", len(out), err)
+	}
+}
+
+// TestZstdWithoutContentSize covers frames that do not declare their size
+// (streaming writers): they decode through the exact-size path, and a frame
+// longer or shorter than declared is corrupt, also after pooled reuse.
+func TestZstdWithoutContentSize(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := zstd.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := bytes.Repeat([]byte("acta"), 100000) // several blocks: the writer cannot know the size up front
+	w.Write(src)
+	w.Close()
+	frame := buf.Bytes()
+	var h zstd.Header
+	if err := h.Decode(frame); err != nil || h.HasFCS {
+		t.Fatalf("test frame declares its size (%v)", err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := zstdDecode(frame, uint64(len(src))-1, nil); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("longer than declared: %v", err)
+		}
+		if _, err := zstdDecode(frame, uint64(len(src))+1, nil); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("shorter than declared: %v", err)
+		}
+		out, err := zstdDecode(frame, uint64(len(src)), nil)
+		if err != nil || !bytes.Equal(out, src) {
+			t.Fatalf("exact: %v", err)
+		}
 	}
 }
