@@ -44,6 +44,15 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 	}
 	oooMs := s.opts.OutOfOrderWindow.Milliseconds()
 
+	total := 0
+	for i := range batch {
+		total += len(batch[i].Samples)
+	}
+	// One slab for every accepted sample and one scratch buffer for label
+	// encodings: a batch of 100k series costs a handful of allocations, not
+	// a few per series.
+	slab := make([]Sample, 0, total)
+	var canon []byte
 	var (
 		acc       []accepted
 		newSeries []seriesRec
@@ -55,7 +64,7 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 		if len(ss.Samples) == 0 {
 			continue
 		}
-		ms, created, err := s.getOrCreate(ss.Labels)
+		ms, created, err := s.getOrCreate(ss.Labels, &canon)
 		if err != nil {
 			reason := reasonInvalidSeries
 			if created == errTooMany {
@@ -64,7 +73,7 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 			reject(len(ss.Samples), reason, err)
 			continue
 		}
-		ok := make([]Sample, 0, len(ss.Samples))
+		ok := slab[len(slab):len(slab):len(slab)+len(ss.Samples)]
 		ms.mu.Lock()
 		if !ms.walLogged {
 			newSeries = append(newSeries, seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset})
@@ -94,6 +103,7 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 		ms.mu.Unlock()
 		if len(ok) > 0 {
 			acc = append(acc, accepted{ms: ms, samples: ok})
+			slab = slab[:len(slab)+len(ok)]
 		}
 	}
 	if len(acc) == 0 && len(newSeries) == 0 {
@@ -189,14 +199,15 @@ func checkWithin(ok []Sample, smp Sample, inOrder bool) sampleVerdict {
 }
 
 // getOrCreate returns the series for lset, creating it (not yet durable:
-// the batch's WAL write makes it so) when new. created is errTooMany when
+// the batch's WAL write makes it so) when new. scratch holds the label
+// encoding between calls. created is errTooMany when
 // the series limit refused a new series.
-func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, error, error) {
+func (s *Store) getOrCreate(lset labels.Labels, scratch *[]byte) (*memSeries, error, error) {
 	if err := validateLabels(lset); err != nil {
 		return nil, nil, err
 	}
-	canon := appendCanonicalLabels(make([]byte, 0, 256), lset)
-	h := hashLabels(canon)
+	*scratch = appendCanonicalLabels((*scratch)[:0], lset)
+	h := hashLabels(*scratch)
 	s.mu.RLock()
 	ms := s.lookupLocked(h, lset)
 	s.mu.RUnlock()
