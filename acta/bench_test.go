@@ -139,3 +139,36 @@ func BenchmarkScan1M(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOpenSmallBlocks opens a file of 10,000 120-row blocks (the
+// store's shape before compaction): discovery cost per block.
+func BenchmarkOpenSmallBlocks(b *testing.B) {
+	ts, vs := benchData()
+	s := tsSchema(b)
+	path := filepath.Join(b.TempDir(), "many.acta")
+	w, err := Create(path, s, WriterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const blocks = 10000
+	for i := 0; i < blocks; i++ {
+		o := (i * 120) % (benchRows - 120)
+		w.Append(tsBatch(s, ts[o:o+120], vs[o:o+120]))
+		w.Flush()
+	}
+	if _, err := w.Finish(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		r, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(r.Blocks()) != blocks {
+			b.Fatal("blocks")
+		}
+		r.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*blocks), "ns/block")
+}

@@ -27,7 +27,6 @@ type blockMeta struct {
 	BlockInfo
 	headerLen  uint32
 	payloadLen uint64
-	trailer    [trailerSize]byte
 }
 
 // chain is the state discovery resumes from: where the next frame starts,
@@ -153,12 +152,33 @@ type discoverer struct {
 	fh     *fileHead
 	strict bool // check every body CRC (recovery, the writer, validation)
 	buf    []byte
-	pre    []byte // read-ahead at each frame start
+	win    []byte // read-ahead window: file bytes [winOff, winOff+len(win))
+	winOff int64
 	h      blockHeader
 }
 
-// readAhead is how much discovery reads at each frame start.
-const readAhead = 8 << 10
+// readAhead is the discovery window: small frames (the store's shape) are
+// served many to a read instead of a syscall per field.
+const readAhead = 64 << 10
+
+// window returns the file bytes from off (at least a prefix, at most what
+// the window holds), refilling the window when off is not inside it.
+func (d *discoverer) window(off, size int64) ([]byte, error) {
+	if off >= d.winOff && off+prefixSize <= d.winOff+int64(len(d.win)) {
+		return d.win[off-d.winOff:], nil
+	}
+	n := int(min(size-off, readAhead))
+	if cap(d.win) < n {
+		d.win = make([]byte, n, max(n, readAhead))
+	}
+	d.win = d.win[:n]
+	if _, err := d.r.ReadAt(d.win, off); err != nil {
+		d.win = d.win[:0]
+		return nil, err
+	}
+	d.winOff = off
+	return d.win, nil
+}
 
 // run walks frames from c up to size, appending blocks to out. It stops at
 // EOF (tail complete), at an incomplete final frame (reported in the tail),
@@ -195,11 +215,11 @@ func (d *discoverer) frame(c *chain, size int64) (blockMeta, error) {
 	}
 	// One read usually brings the whole frame: the store writes many small
 	// blocks, and a syscall per field would dominate opening.
-	d.pre = grow(d.pre, int(min(size-off, readAhead)))
-	if _, err := d.r.ReadAt(d.pre, off); err != nil {
+	pre, err := d.window(off, size)
+	if err != nil {
 		return m, err
 	}
-	p, err := parsePrefix(d.pre[:prefixSize], off, d.fh.ctx.lim)
+	p, err := parsePrefix(pre[:prefixSize], off, d.fh.ctx.lim)
 	if err != nil {
 		return m, err
 	}
@@ -214,8 +234,8 @@ func (d *discoverer) frame(c *chain, size int64) (blockMeta, error) {
 		return m, &tailState{Incomplete: true, Offset: off, Present: size - off, Declared: total, Type: p.Type, Seq: p.Seq}
 	}
 	var hdr, tr []byte
-	if total <= int64(len(d.pre)) {
-		fr := d.pre[:total]
+	if total <= int64(len(pre)) {
+		fr := pre[:total]
 		hdr = fr[prefixSize : prefixSize+int(p.HeaderLen)]
 		tr = fr[total-trailerSize:]
 		if d.strict {
@@ -267,13 +287,12 @@ func (d *discoverer) frame(c *chain, size int64) (blockMeta, error) {
 			BaseRowID: d.h.BaseRowID, Min: d.h.Min, Max: d.h.Max, Sorted: d.h.sorted()},
 		headerLen: p.HeaderLen, payloadLen: p.PayloadLen,
 	}
-	copy(m.trailer[:], tr)
 	c.off += total
 	c.seq++
 	if d.fh.pro.rowIDs() {
 		c.rowID += uint64(d.h.Rows)
 	}
-	c.trailer = m.trailer
+	copy(c.trailer[:], tr)
 	c.trailerOff = off + total - trailerSize
 	return m, nil
 }
