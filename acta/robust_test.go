@@ -432,3 +432,39 @@ func TestRepairRefusesCorruption(t *testing.T) {
 		}
 	}
 }
+
+// TestScanContinuesPastBadBlock: a corrupt block is one error item; the
+// scan goes on to the next block.
+func TestScanContinuesPastBadBlock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.acta")
+	writeTS(t, path, WriterOptions{}, []int64{1}, []int64{2}, []int64{3})
+	r, _ := Open(path)
+	mid := r.Blocks()[1]
+	r.Close()
+	data, _ := os.ReadFile(path)
+	data[mid.Offset+mid.Bytes-trailerSize-1] ^= 1
+	os.WriteFile(path, data, 0o644)
+	r, err := Open(path) // metadata-only open: the body CRC is checked on read
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sc, _ := r.Scan(ScanOptions{})
+	var got []string
+	for {
+		b, err := sc.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var ce *CorruptionError
+			if !errors.As(err, &ce) || ce.Offset != mid.Offset {
+				t.Fatalf("block error %v, want corruption at %d", err, mid.Offset)
+			}
+			got = append(got, "err")
+			continue
+		}
+		got = append(got, fmt.Sprint(b.Columns[0].(*FixedArray[int64]).Values[0]))
+	}
+	eqSlice(t, "scan items", got, []string{"1", "err", "3"})
+}

@@ -599,3 +599,79 @@ func TestOpenWriterBodyCheck(t *testing.T) {
 	}
 	w.Close()
 }
+
+// TestAllNullAndAllValidBlocks: implicit validity both ways (§8.1) for every
+// type, raw and adaptive.
+func TestAllNullAndAllValidBlocks(t *testing.T) {
+	for _, opts := range []WriterOptions{{}, {Encoding: EncodingAdaptive, Codec: CodecZstd}} {
+		s := allTypesSchema(t)
+		path := filepath.Join(t.TempDir(), "n.acta")
+		w, err := Create(path, s, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allNull := allTypesBatch(s, 4, 0, false)
+		for i := 1; i < len(allNull.Columns); i++ {
+			switch a := allNull.Columns[i].(type) {
+			case *BytesArray:
+				allNull.Columns[i] = &BytesArray{Offsets: make([]int, 5), Valid: NewBitmap(4)}
+			default:
+				allNull.Columns[i] = gatherArray(a, []int{0, 1, 2, 3})
+				setValid(allNull.Columns[i], NewBitmap(4))
+			}
+		}
+		valid := allTypesBatch(s, 6, 4, false)
+		for _, b := range []*Batch{allNull, valid} {
+			if err := w.Append(b); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		if err := Validate(path, ValidateFull); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := Open(path)
+		for bi, want := range []*Batch{allNull, valid} {
+			got, err := r.ReadBlock(bi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for c := range s.Columns {
+				sameArray(t, s.Columns[c].Name, got.Columns[c], want.Columns[c])
+			}
+		}
+		r.Close()
+	}
+}
+
+func setValid(a Array, v Bitmap) {
+	switch x := a.(type) {
+	case *FixedArray[bool]:
+		x.Valid = v
+	case *FixedArray[int8]:
+		x.Valid = v
+	case *FixedArray[int16]:
+		x.Valid = v
+	case *FixedArray[int32]:
+		x.Valid = v
+	case *FixedArray[int64]:
+		x.Valid = v
+	case *FixedArray[uint8]:
+		x.Valid = v
+	case *FixedArray[uint16]:
+		x.Valid = v
+	case *FixedArray[uint32]:
+		x.Valid = v
+	case *FixedArray[uint64]:
+		x.Valid = v
+	case *FixedArray[float32]:
+		x.Valid = v
+	case *FixedArray[float64]:
+		x.Valid = v
+	}
+}
