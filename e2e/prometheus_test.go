@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -200,6 +202,7 @@ func TestPrometheusRemoteWriteAndRead(t *testing.T) {
 	t.Run("graceful stop, restart, read again", func(t *testing.T) {
 		want := checkpoint(t, time.Now().Add(-2*time.Second).Truncate(time.Second), 60*time.Second)
 		checkNoFailedSends(t, prom1.base)
+		logBackendCounters(t, "http://"+be.addr)
 		// Prometheus first: stopping it flushes its queues to the backend, and
 		// the other way round it would wait out its flush deadline on exit.
 		if err := p1.stop(syscall.SIGTERM, time.Minute); err != nil {
@@ -495,4 +498,30 @@ func logDiskUse(t *testing.T, dir string, samples int) {
 		t.Logf("data dir: %d files, %d bytes allocated (%.1f B/sample), %d bytes apparent (%.1f B/sample) for %d samples",
 			files, allocated, float64(allocated)/float64(samples), apparent, float64(apparent)/float64(samples), samples)
 	}
+}
+
+// logBackendCounters logs the backend's own counters (names containing
+// "remote_" and ending in _total), so a passing run also shows which protocol
+// paths carried the data. Diagnostic only: the names are the server's business.
+func logBackendCounters(t *testing.T, base string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Logf("backend /metrics: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var lines []string
+	for _, l := range strings.Split(string(body), "\n") {
+		name, _, _ := strings.Cut(l, "{")
+		name, _, _ = strings.Cut(name, " ")
+		if strings.Contains(name, "remote_") && strings.HasSuffix(name, "_total") && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	t.Logf("backend counters since its last start:\n  %s", strings.Join(lines, "\n  "))
 }
