@@ -86,6 +86,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.stats.samplesWritten = res.SamplesWritten
+		h.m.seriesAppended.Add(float64(len(s.batch)))
 		for _, e := range res.Errors {
 			s.reject(0, e)
 		}

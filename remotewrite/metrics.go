@@ -6,6 +6,7 @@ import (
 
 type metrics struct {
 	samplesWritten  prometheus.Counter
+	seriesAppended  prometheus.Counter
 	samplesRejected *prometheus.CounterVec // by reason
 	seriesRejected  *prometheus.CounterVec // by reason
 	notStored       *prometheus.CounterVec // by kind: histogram, exemplar, metadata
@@ -17,6 +18,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		samplesWritten: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_remote_write_samples_written_total",
 			Help: "Float samples acknowledged to remote-write senders.",
+		}),
+		seriesAppended: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_remote_write_series_appended_total",
+			Help: "Valid series (one per request they appear in) handed to the store.",
 		}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_samples_rejected_total",
@@ -36,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"version"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.samplesWritten, m.samplesRejected, m.seriesRejected, m.notStored, m.requests)
+		reg.MustRegister(m.samplesWritten, m.seriesAppended, m.samplesRejected, m.seriesRejected, m.notStored, m.requests)
 	}
 	return m
 }
