@@ -53,6 +53,9 @@ func (c *Config) Validate() error {
 	r := c.RemoteRead
 	v.rangeInt("remote_read.max_body_bytes", int64(r.MaxBodyBytes), 1<<10, 1<<30)
 	v.rangeInt("remote_read.max_decoded_bytes", int64(r.MaxDecodedBytes), 1<<10, 4<<30)
+	if r.MaxDecodedBytes < r.MaxBodyBytes && r.MaxDecodedBytes >= 1<<10 {
+		v.failf("remote_read.max_decoded_bytes", "must be at least remote_read.max_body_bytes (%d), got %d", r.MaxBodyBytes, r.MaxDecodedBytes)
+	}
 	v.rangeInt("remote_read.max_samples_per_query", r.MaxSamplesPerQuery, 1, 1<<40)
 	v.rangeInt("remote_read.max_series_per_query", int64(r.MaxSeriesPerQuery), 1, 1<<40)
 	v.rangeInt("remote_read.max_concurrent", int64(r.MaxConcurrent), 1, 1<<16)

@@ -91,6 +91,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.reject(0, e)
 		}
 		if res.SamplesRejected > 0 {
+			// The store reports a few example errors, not a reason per
+			// sample: the metric files them under the first example's
+			// reason (the store's own rejected-samples metric is exact).
 			s.stats.rejectedSamples += res.SamplesRejected
 			reason := "store_error"
 			if len(res.Errors) > 0 {

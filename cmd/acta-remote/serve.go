@@ -128,6 +128,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	srv := &http.Server{
 		Handler:           rt,
 		ReadHeaderTimeout: 10 * time.Second,
+		// A client trickling a body holds a decode slot; two minutes is
+		// ample for a 32 MiB body on any link Prometheus should use.
+		ReadTimeout: 2 * time.Minute,
+		IdleTimeout: 2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	// Tests and scripts parse this line for the bound port (--listen :0).
