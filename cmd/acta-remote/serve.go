@@ -132,7 +132,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		// ample for a 32 MiB body on any link Prometheus should use.
 		ReadTimeout: 2 * time.Minute,
 		IdleTimeout: 2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	// Tests and scripts parse this line for the bound port (--listen :0).
 	fmt.Printf("acta-remote listening on %s\n", ln.Addr())
