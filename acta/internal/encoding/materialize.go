@@ -150,10 +150,18 @@ func (e *Encoder) packWidth(w int) int {
 	return w
 }
 
+// alignedMinValues is the smallest block for which the byte-aligned variant
+// is tried: below it a Zstandard Huffman table costs more than the
+// alignment can win back (measured: no 120- or 1024-row block chose it).
+const alignedMinValues = 2048
+
 // packsInts reports whether c has a packed integer stream whose width
 // alignment could change.
 func (e *Encoder) packsInts(c choice, class Class) bool {
 	p := &e.prof
+	if p.n < alignedMinValues {
+		return false
+	}
 	switch c {
 	case chBitPacked:
 		return class != ClassBool && p.bpWidth%8 != 0
