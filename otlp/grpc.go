@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -95,7 +96,7 @@ func (g *grpcMetrics) Export(ctx context.Context, req pmetricotlp.ExportRequest)
 		return resp, nil
 	}
 	ee, _ := errors.AsType[*exportError](err) // export fails with nothing else
-	st := status.New(ee.code, err.Error())
+	st := status.New(ee.code, strings.ToValidUTF8(err.Error(), "\uFFFD"))
 	if ee.outcome == outcomeRetry {
 		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); derr == nil {
 			st = d

@@ -188,7 +188,8 @@ func (r *Receiver) putBuffer(b *bytes.Buffer) {
 // writeStatus answers with a google.rpc.Status in the request's encoding,
 // as the OTLP/HTTP spec asks for failures.
 func (r *Receiver) writeStatus(w http.ResponseWriter, enc encoder, httpStatus int, code codes.Code, msg string) {
-	body, err := enc.marshalStatus(&spb.Status{Code: int32(code), Message: msg})
+	// Messages may quote the client's bytes; protobuf strings must be UTF-8.
+	body, err := enc.marshalStatus(&spb.Status{Code: int32(code), Message: strings.ToValidUTF8(msg, "\uFFFD")})
 	if err != nil { // cannot happen for a two-field message; answer anyway
 		http.Error(w, msg, httpStatus)
 		return

@@ -90,8 +90,10 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 	if rejected > 0 || len(reasons) > 0 {
 		ps := resp.PartialSuccess()
 		ps.SetRejectedDataPoints(int64(rejected))
-		ps.SetErrorMessage(fmt.Sprintf("%d of %d data points rejected: %s",
-			rejected, tr.DataPoints, strings.Join(reasons, "; ")))
+		// Reasons quote metric names, which the client may have sent as
+		// invalid UTF-8; protobuf strings must be valid.
+		ps.SetErrorMessage(strings.ToValidUTF8(fmt.Sprintf("%d of %d data points rejected: %s",
+			rejected, tr.DataPoints, strings.Join(reasons, "; ")), "\uFFFD"))
 	}
 	return resp, nil
 }
