@@ -107,7 +107,7 @@ func (e *Encoder) profileColumn(col column) {
 		if col.class == ClassSigned || col.class == ClassUnsigned {
 			e.profileInts(nums, col.class == ClassSigned)
 		}
-		e.dictKeys(nums, col.width, e.bestEstimate(col))
+		e.dictKeys(nums, col.width, e.dictBound(col))
 	default:
 		e.profileBytes(col)
 	}
@@ -216,9 +216,9 @@ func (e *Encoder) profileInts(nums []uint64, signed bool) {
 // dictKeys builds the capped dictionary of uint64 keys into e.dictFirst
 // (first position of each entry) and e.idx (entry per value). It gives up
 // as soon as even the entries seen so far make a dictionary cost more than
-// bound, the best estimate of the other candidates: entries only grow, so
-// that dictionary could never win, and timestamps stop after a few hundred
-// values instead of filling the table.
+// bound (see dictBound): entries only grow, so that dictionary could never
+// be chosen, and timestamps stop after a few hundred values instead of
+// filling the table.
 func (e *Encoder) dictKeys(nums []uint64, width int, bound int) {
 	p := &e.prof
 	limit := e.dictCap(len(nums))

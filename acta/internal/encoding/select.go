@@ -28,20 +28,34 @@ func (e *Encoder) estCost(col column, c choice) int {
 	return cost
 }
 
-// bestEstimate is the lowest estimated cost among the applicable
-// candidates other than dictionary, raw included: the bound a dictionary
-// must beat to be worth building.
-func (e *Encoder) bestEstimate(col column) int {
+// dictBound is what a dictionary's estimate must not exceed to matter: it
+// must make the two-entry shortlist, so beat the second-best other
+// specialized estimate; and, where estimates are exact (no codec), beat raw
+// by the margin. Stopping the distinct-value table past this bound changes
+// no outcome, only skips work.
+func (e *Encoder) dictBound(col column) int {
+	bound := int(^uint(0) >> 1)
 	if e.opts.Policy != PolicyAdaptive {
-		return int(^uint(0) >> 1)
+		return bound
 	}
-	best := e.estCost(col, chRaw)
+	first, second := bound, bound
 	for ch := chRaw + 1; ch < numChoices; ch++ {
-		if ch != chDictionary && offered(col.class, ch) && e.prof.applies(ch) {
-			best = min(best, e.estCost(col, ch))
+		if ch == chDictionary || !offered(col.class, ch) || !e.prof.applies(ch) {
+			continue
+		}
+		c := e.estCost(col, ch)
+		if c < first {
+			first, second = c, first
+		} else if c < second {
+			second = c
 		}
 	}
-	return best
+	bound = second
+	if e.zstd == nil {
+		raw := e.estCost(col, chRaw)
+		bound = min(bound, raw-margin(raw))
+	}
+	return bound
 }
 
 func (e *Encoder) adaptive(col column) (*candidate, error) {
