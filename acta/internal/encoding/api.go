@@ -50,15 +50,16 @@ type Encoder struct {
 	// Scratch reused across calls: one arena per materialized candidate
 	// (raw plus at most two specialized), the compressed copies, the
 	// statistics and the returned stream slice.
-	cand      [4]candidate // raw, two shortlisted, one byte-aligned variant
-	aligned   bool         // materialize packed widths rounded up to bytes
-	stats     []byte
-	prof      profile
-	nums      []uint64 // dense values as uint64 keys
-	ktab      keyTable
-	smap      map[string]uint16
-	dictFirst []int32  // first position of each dictionary entry
-	idx       []uint16 // dictionary entry of each value
+	cand        [4]candidate // raw, two shortlisted, one byte-aligned variant
+	aligned     bool         // materialize packed widths rounded up to bytes
+	noDictBound bool         // tests: profile the full dictionary
+	stats       []byte
+	prof        profile
+	nums        []uint64 // dense values as uint64 keys
+	ktab        keyTable
+	smap        map[string]uint16
+	dictFirst   []int32  // first position of each dictionary entry
+	idx         []uint16 // dictionary entry of each value
 }
 
 // NewEncoder returns an Encoder for opts, or an error naming the option that

@@ -285,3 +285,30 @@ func TestStatistics(t *testing.T) {
 		t.Fatal("automatic stats on the primary column")
 	}
 }
+
+// TestDictBoundChangesNothing: stopping the dictionary profile early must
+// give the same bytes as profiling it to the end.
+func TestDictBoundChangesNothing(t *testing.T) {
+	for seed := int64(0); seed < 300; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		tc := randomColumn(rng, 1+rng.Intn(3000), byte(rng.Intn(256)), byte(rng.Intn(256)))
+		for _, codec := range []uint16{CodecNone, CodecZstd} {
+			a, _ := NewEncoder(Options{Policy: PolicyAdaptive, Codec: codec})
+			b, _ := NewEncoder(Options{Policy: PolicyAdaptive, Codec: codec})
+			b.noDictBound = true
+			ca, err := a.Encode(tc.class, tc.width, tc.nullable, tc.rows, tc.validity, tc.vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cb, _ := b.Encode(tc.class, tc.width, tc.nullable, tc.rows, tc.validity, tc.vals)
+			if ca.Layout != cb.Layout || len(ca.Streams) != len(cb.Streams) {
+				t.Fatalf("seed %d codec %d: layout %d vs %d", seed, codec, ca.Layout, cb.Layout)
+			}
+			for i := range ca.Streams {
+				if !bytes.Equal(ca.Streams[i].Data, cb.Streams[i].Data) || ca.Streams[i].Transform != cb.Streams[i].Transform {
+					t.Fatalf("seed %d codec %d: stream %d differs", seed, codec, i)
+				}
+			}
+		}
+	}
+}

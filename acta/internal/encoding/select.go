@@ -35,7 +35,7 @@ func (e *Encoder) estCost(col column, c choice) int {
 // no outcome, only skips work.
 func (e *Encoder) dictBound(col column) int {
 	bound := int(^uint(0) >> 1)
-	if e.opts.Policy != PolicyAdaptive {
+	if e.opts.Policy != PolicyAdaptive || e.noDictBound {
 		return bound
 	}
 	first, second := bound, bound
