@@ -7,6 +7,34 @@
 // non-null rows, in row order, spec §3), and the caller (package acta) turns
 // them into typed slot-per-row arrays. Encode turns one column of one block
 // into physical streams; Decode turns verified stream bytes back into values.
+//
+// Points the spec leaves open, settled by reading the reference
+// implementation (chengus/Acta, rust/codec/transform.rs, rust/read/decode.rs,
+// rust/write/encode/):
+//
+//   - Element counts count values, never bytes: a variable-width values
+//     stream counts strings; validity counts rows; dictionary values and
+//     dictionary lengths count entries; indices count dense values; run
+//     values, run-value lengths (kind 3 under run-length layout) and run
+//     lengths count runs. A constant column is a one-value plain column.
+//   - Dictionary indices and run lengths are always bit packed, at the
+//     minimal width when we write them; any width up to 64 is read.
+//   - Frame of reference, delta and delta of delta store their first value
+//     or base at the canonical width (1, 2, 4 or 8 bytes); the first delta of
+//     delta of delta is always an 8-byte int64. Delta of one value is just
+//     the value; an empty stream is empty; delta of delta needs two values.
+//     Every reconstructed value must fit the column's type.
+//   - Raw booleans and validity are LSB-first bitmaps with no width byte;
+//     bit-packed booleans use width 1, or 0 when all are false; boolean RLE
+//     is a uint32 run count, run value bits, then bit-packed lengths. Padding
+//     bits must be zero.
+//   - Variable-width values are always raw; their lengths stream may use any
+//     integer transform. Byte-stream split applies to floats and
+//     fixed_binary only.
+//   - With codec none the stored and transformed lengths are equal.
+//     Zstandard output is kept only when it saves at least 8 bytes (§10),
+//     and a decoder never produces more than the declared transformed
+//     length.
 package encoding
 
 import "errors"
