@@ -6,11 +6,14 @@
 package remotewrite
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -24,6 +27,8 @@ type Handler struct {
 	log *slog.Logger
 	m   *metrics
 	sem chan struct{} // bounds concurrent decodes (memory)
+
+	lastWarn atomic.Int64 // unix ns of the last partial-write warning
 }
 
 // New returns the handler. reg may be nil.
@@ -124,8 +129,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := fmt.Sprintf("%d of %d samples rejected (%d problems); stored %d samples of %d valid series: %s",
 		s.stats.rejectedSamples, s.stats.samples, s.nerrs, s.stats.samplesWritten, len(s.batch), joinErrs(s.errs, s.nerrs))
-	h.log.Info("remote write: partial rejection", "status", code, "detail", msg)
+	h.logRejection(code, msg)
 	http.Error(w, msg, code)
+}
+
+// logRejection logs a partial write at most once per second at Warn (a
+// misbehaving sender must not flood the log; the metrics count them all)
+// and otherwise at Debug.
+func (h *Handler) logRejection(code int, msg string) {
+	now := time.Now().UnixNano()
+	last := h.lastWarn.Load()
+	level := slog.LevelDebug
+	if now-last >= int64(time.Second) && h.lastWarn.CompareAndSwap(last, now) {
+		level = slog.LevelWarn
+	}
+	h.log.Log(context.Background(), level, "remote write: partial rejection", "status", code, "detail", msg)
 }
 
 // fail answers a request of which nothing was stored.
@@ -155,8 +173,8 @@ func (h *Handler) account(s *scratch) {
 	for reason, n := range s.reason {
 		h.m.samplesRejected.WithLabelValues(reason).Add(float64(n))
 	}
-	for _, e := range s.errs {
-		h.m.seriesRejected.WithLabelValues(reasonOf(e)).Inc()
+	for reason, n := range s.events {
+		h.m.seriesRejected.WithLabelValues(reason).Add(float64(n))
 	}
 	if s.stats.histograms > 0 {
 		h.m.notStored.WithLabelValues("histogram").Add(float64(s.stats.histograms))

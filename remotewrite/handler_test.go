@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/golang/snappy"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -249,4 +253,32 @@ func protoSeries(t *testing.T, extra []byte) []byte {
 	ts = append(ts, extra...)
 	out := protowire.AppendTag(nil, 1, protowire.BytesType)
 	return protowire.AppendBytes(out, ts)
+}
+
+func TestMetricsCountOutcomes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := New(&memAppender{}, testLimits, slog.New(slog.DiscardHandler), reg)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := v1Body(t,
+		series("__name__", "ok"),
+		series("job", "x"),
+		series("b", "1", "__name__", "m"),
+		prompb.TimeSeries{Labels: pbLabels("__name__", "h"), Histograms: []prompb.Histogram{{Timestamp: 1}, {Timestamp: 2}}},
+	)
+	if a := post(t, srv.URL, ctV1, "snappy", body); a.code != http.StatusBadRequest {
+		t.Fatalf("status %d %s", a.code, a.body)
+	}
+	f := func(name string, c prometheus.Collector, want float64) {
+		t.Helper()
+		if got := testutil.ToFloat64(c); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	f("samples written", h.m.samplesWritten, 1)
+	f("samples rejected invalid_series", h.m.samplesRejected.WithLabelValues("invalid_series"), 2)
+	f("series rejected invalid_series", h.m.seriesRejected.WithLabelValues("invalid_series"), 2)
+	f("series appended", h.m.seriesAppended, 1)
+	f("histograms not stored", h.m.notStored.WithLabelValues("histogram"), 2)
+	f("1.0 requests", h.m.requests.WithLabelValues("1.0"), 1)
 }

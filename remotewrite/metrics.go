@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"reason"}),
 		seriesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_series_rejected_total",
-			Help: "Series refused while decoding, by reason.",
+			Help: "Rejections (an invalid series, or a store error for a series or sample), by reason.",
 		}, []string{"reason"}),
 		notStored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_unsupported_total",

@@ -22,9 +22,10 @@ type scratch struct {
 	sb      labels.ScratchBuilder
 
 	stats  stats
-	errs   []error // rejections, the first maxErrors kept for the answer
-	nerrs  int     // all rejections
-	reason map[string]int
+	errs   []error        // rejections, the first maxErrors kept for the answer
+	nerrs  int            // all rejections
+	reason map[string]int // rejected samples by reason
+	events map[string]int // rejections (a series, or a store error) by reason
 }
 
 type span struct{ lo, hi int }
@@ -46,7 +47,7 @@ const maxErrors = 8
 // request does not pin its memory for the life of the process.
 const maxPooledBytes = 16 << 20
 
-var scratchPool = sync.Pool{New: func() any { return &scratch{reason: map[string]int{}} }}
+var scratchPool = sync.Pool{New: func() any { return &scratch{reason: map[string]int{}, events: map[string]int{}} }}
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
@@ -66,13 +67,17 @@ func putScratch(s *scratch) {
 	s.nerrs = 0
 	s.stats = stats{}
 	clear(s.reason)
+	clear(s.events)
 	scratchPool.Put(s)
 }
 
 // reject records one rejected series or sample group.
 func (s *scratch) reject(samples int, err error) {
 	s.stats.rejectedSamples += samples
-	s.reason[reasonOf(err)] += samples
+	if samples > 0 {
+		s.reason[reasonOf(err)] += samples
+	}
+	s.events[reasonOf(err)]++
 	s.nerrs++
 	if len(s.errs) < maxErrors {
 		s.errs = append(s.errs, err)
