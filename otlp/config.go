@@ -55,6 +55,10 @@ type Config struct {
 	// MaxDecompressedBytes caps a gzip body after decompression (413 above
 	// it) and a gRPC message (RESOURCE_EXHAUSTED above it). Default 64 MiB.
 	MaxDecompressedBytes ByteSize `yaml:"max_decompressed_bytes"`
+	// MaxConcurrent bounds requests (HTTP and gRPC together) being decoded,
+	// translated and appended at once, so memory stays bounded by about
+	// MaxConcurrent decoded requests; more wait for a slot. Default 16.
+	MaxConcurrent int `yaml:"max_concurrent"`
 
 	GRPC GRPCConfig `yaml:"grpc"`
 }
@@ -69,7 +73,8 @@ type GRPCConfig struct {
 }
 
 // DefaultConfig returns the defaults: Prometheus's OTLP translation
-// defaults, a 16 MiB body, 64 MiB decompressed, gRPC on 127.0.0.1:4317.
+// defaults, a 16 MiB body, 64 MiB decompressed, 16 requests at once, gRPC
+// on 127.0.0.1:4317.
 func DefaultConfig() Config {
 	return Config{
 		TranslationStrategy:                  otlptranslator.UnderscoreEscapingWithSuffixes,
@@ -78,6 +83,7 @@ func DefaultConfig() Config {
 		LabelNamePreserveMultipleUnderscores: true,
 		MaxBodyBytes:                         16 << 20,
 		MaxDecompressedBytes:                 64 << 20,
+		MaxConcurrent:                        16,
 		GRPC: GRPCConfig{
 			Enabled:       true,
 			ListenAddress: "127.0.0.1:4317",
@@ -121,6 +127,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxDecompressedBytes <= 0 {
 		bad("max_decompressed_bytes", "must be positive, got %d", c.MaxDecompressedBytes)
+	}
+	if c.MaxConcurrent < 1 {
+		bad("max_concurrent", "must be at least 1, got %d", c.MaxConcurrent)
 	}
 	// gRPC takes its message cap as an int.
 	if int64(c.MaxDecompressedBytes) > int64(maxInt) {

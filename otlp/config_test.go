@@ -32,7 +32,7 @@ func TestDefaultConfigIsValidAndPrometheusLike(t *testing.T) {
 	}
 	if c.TranslationStrategy != otlptranslator.UnderscoreEscapingWithSuffixes || !c.TargetInfo || c.PromoteScopeMetadata ||
 		!c.LabelNameUnderscoreSanitization || !c.LabelNamePreserveMultipleUnderscores || c.ConvertDeltaToCumulative ||
-		c.MaxBodyBytes != 16<<20 || c.MaxDecompressedBytes != 64<<20 || !c.GRPC.Enabled || c.GRPC.ListenAddress != "127.0.0.1:4317" {
+		c.MaxBodyBytes != 16<<20 || c.MaxDecompressedBytes != 64<<20 || c.MaxConcurrent != 16 || !c.GRPC.Enabled || c.GRPC.ListenAddress != "127.0.0.1:4317" {
 		t.Fatalf("defaults changed: %+v", c)
 	}
 }

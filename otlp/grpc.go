@@ -91,18 +91,28 @@ type grpcMetrics struct {
 // converted to a gRPC status here because gRPC would report any other error
 // as UNKNOWN.
 func (g *grpcMetrics) Export(ctx context.Context, req pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
-	resp, err := g.r.export(ctx, req.Metrics())
-	if err == nil {
-		return resp, nil
+	if err := g.r.acquire(ctx); err != nil {
+		return pmetricotlp.ExportResponse{}, g.failure(err)
 	}
-	ee, _ := errors.AsType[*exportError](err) // export fails with nothing else
-	st := status.New(ee.code, strings.ToValidUTF8(err.Error(), "\uFFFD"))
-	if ee.outcome == outcomeRetry {
+	defer g.r.release()
+	resp, err := g.r.export(ctx, req.Metrics())
+	if err != nil {
+		return pmetricotlp.ExportResponse{}, g.failure(err)
+	}
+	return resp, nil
+}
+
+// failure turns a whole-request failure into a gRPC status as
+// classifyStoreError says.
+func (g *grpcMetrics) failure(err error) error {
+	out, _, code := classifyStoreError(err)
+	st := status.New(code, strings.ToValidUTF8(err.Error(), "\uFFFD"))
+	if out == outcomeRetry {
 		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); derr == nil {
 			st = d
 		}
 	} else {
 		g.r.logger.Error("otlp: cannot store metrics", "err", err)
 	}
-	return pmetricotlp.ExportResponse{}, st.Err()
+	return st.Err()
 }

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -88,13 +89,23 @@ func TestGRPCOverloadedIsUnavailableWithRetryInfo(t *testing.T) {
 	}
 }
 
-func TestGRPCInternalError(t *testing.T) {
+func TestGRPCStoreTimeoutIsRetryable(t *testing.T) {
 	client := startGRPC(t, DefaultConfig(), &recorder{respond: func([]actastore.SeriesSamples) (actastore.AppendResult, error) {
 		return actastore.AppendResult{}, context.DeadlineExceeded
 	}})
 	_, err := client.Export(context.Background(), pmetricotlp.NewExportRequestFromMetrics(sampleMetrics()))
 	if st := status.Convert(err); st.Code() != codes.Unavailable {
 		t.Fatalf("a store timeout should be retryable, got %v", err)
+	}
+}
+
+func TestGRPCInternalError(t *testing.T) {
+	client := startGRPC(t, DefaultConfig(), &recorder{respond: func([]actastore.SeriesSamples) (actastore.AppendResult, error) {
+		return actastore.AppendResult{}, errors.New("disk on fire")
+	}})
+	_, err := client.Export(context.Background(), pmetricotlp.NewExportRequestFromMetrics(sampleMetrics()))
+	if st := status.Convert(err); st.Code() != codes.Internal || !strings.Contains(st.Message(), "disk on fire") {
+		t.Fatalf("got %v, want Internal naming the cause", err)
 	}
 }
 

@@ -71,6 +71,12 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
+	// The slot covers reading and decoding too: that is where the memory goes.
+	if err := r.acquire(req.Context()); err != nil {
+		r.writeFailure(w, enc, err)
+		return
+	}
+	defer r.release()
 	buf := r.getBuffer()
 	defer r.putBuffer(buf)
 	if err := r.readBody(w, req, gz, buf); err != nil {
@@ -90,13 +96,7 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 
 	resp, err := r.export(req.Context(), otlpReq.Metrics())
 	if err != nil {
-		ee, _ := errors.AsType[*exportError](err) // export fails with nothing else
-		if ee.outcome == outcomeRetry {
-			w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
-		} else {
-			r.logger.Error("otlp: cannot store metrics", "err", err)
-		}
-		r.writeStatus(w, enc, ee.httpStatus, ee.code, err.Error())
+		r.writeFailure(w, enc, err)
 		return
 	}
 	body, err := enc.marshalResponse(resp)
@@ -183,6 +183,18 @@ func (r *Receiver) putBuffer(b *bytes.Buffer) {
 	}
 	b.Reset()
 	r.bodies.Put(b)
+}
+
+// writeFailure answers a whole-request failure (a store or wait error) as
+// classifyStoreError says: 503 with Retry-After, or 500.
+func (r *Receiver) writeFailure(w http.ResponseWriter, enc encoder, err error) {
+	out, status, code := classifyStoreError(err)
+	if out == outcomeRetry {
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
+	} else {
+		r.logger.Error("otlp: cannot store metrics", "err", err)
+	}
+	r.writeStatus(w, enc, status, code, err.Error())
 }
 
 // writeStatus answers with a google.rpc.Status in the request's encoding,

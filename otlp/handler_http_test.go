@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gorilla/mux"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -477,3 +478,39 @@ func TestHTTPBatchesSurviveBufferReuse(t *testing.T) {
 }
 
 var discardLogger = slog.New(slog.DiscardHandler)
+
+func TestHTTPWaitsForASlotThenAnswers503(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxConcurrent = 1
+	rec := &recorder{}
+	rcv, err := New(cfg, rec, discardLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rcv.acquire(context.Background()); err != nil { // the only slot is busy
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/metrics", bytes.NewReader(protoBody(t, sampleMetrics())))
+	req.Header.Set("Content-Type", contentTypeProtobuf)
+	w := httptest.NewRecorder()
+	rcv.Handler().ServeHTTP(w, req)
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "5" {
+		t.Fatalf("status %d Retry-After %q, want 503 and 5", w.Code, w.Header().Get("Retry-After"))
+	}
+	if len(rec.series()) != 0 {
+		t.Fatal("stored without a slot")
+	}
+
+	// Once the slot is free the same request goes through.
+	rcv.release()
+	req = httptest.NewRequest(http.MethodPost, "/v1/metrics", bytes.NewReader(protoBody(t, sampleMetrics())))
+	req.Header.Set("Content-Type", contentTypeProtobuf)
+	w = httptest.NewRecorder()
+	rcv.Handler().ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d after release", w.Code)
+	}
+	diffLines(t, "stored", formatSeries(rec.series()), sampleWant)
+}

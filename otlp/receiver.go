@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
-	"google.golang.org/grpc/codes"
 
 	"github.com/acta-remote/acta-remote/actastore"
 )
@@ -22,9 +21,10 @@ type Receiver struct {
 	cfg         Config
 	app         actastore.Appender
 	logger      *slog.Logger
-	translators sync.Pool // *Translator
-	bodies      sync.Pool // *bytes.Buffer, see handler_http.go
-	gzips       sync.Pool // *gzip.Reader
+	slots       chan struct{} // MaxConcurrent tokens
+	translators sync.Pool     // *Translator
+	bodies      sync.Pool     // *bytes.Buffer, see handler_http.go
+	gzips       sync.Pool     // *gzip.Reader
 }
 
 // New returns a Receiver appending to app. cfg is validated; logger may be
@@ -39,26 +39,29 @@ func New(cfg Config, app actastore.Appender, logger *slog.Logger) (*Receiver, er
 	if logger == nil {
 		logger = slog.Default()
 	}
-	r := &Receiver{cfg: cfg, app: app, logger: logger}
+	r := &Receiver{cfg: cfg, app: app, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent)}
 	r.translators.New = func() any { return NewTranslator(cfg) }
 	return r, nil
 }
 
-// exportError is a whole-request failure: nothing was acknowledged.
-type exportError struct {
-	outcome    outcome // outcomeRetry or outcomeInternal
-	httpStatus int
-	code       codes.Code
-	err        error
+// acquire takes a request slot, waiting while MaxConcurrent requests are
+// in flight; it fails only when ctx ends first.
+func (r *Receiver) acquire(ctx context.Context) error {
+	select {
+	case r.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
-func (e *exportError) Error() string { return e.err.Error() }
-func (e *exportError) Unwrap() error { return e.err }
+func (r *Receiver) release() { <-r.slots }
 
 // export translates md, appends it in one batch (one WAL commit) and builds
 // the OTLP response. Rejected data points (translation or store data
 // errors) are reported in partial_success; a non-nil error means the store
-// failed as a whole and nothing was acknowledged.
+// failed as a whole, nothing was acknowledged, and classifyStoreError
+// tells how to answer.
 func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.ExportResponse, error) {
 	t := r.translators.Get().(*Translator)
 	tr := t.Translate(md)
@@ -69,7 +72,7 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 	if len(tr.Series) > 0 {
 		res, err := r.app.Append(ctx, tr.Series)
 		accepted := tr.DataPoints - tr.Rejected
-		switch out, status, code := classifyStoreError(err); out {
+		switch out, _, _ := classifyStoreError(err); out {
 		case outcomeOK:
 			if res.SamplesRejected > 0 {
 				// The store counts samples, OTLP data points; a histogram data
@@ -82,7 +85,7 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 			rejected += accepted
 			reasons = append(reasons, fmt.Sprintf("store refused the batch: %v", err))
 		default:
-			return pmetricotlp.ExportResponse{}, &exportError{outcome: out, httpStatus: status, code: code, err: err}
+			return pmetricotlp.ExportResponse{}, fmt.Errorf("cannot store %d samples: %w", tr.Samples, err)
 		}
 	}
 
