@@ -73,7 +73,7 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 			reject(len(ss.Samples), reason, err)
 			continue
 		}
-		ok := slab[len(slab):len(slab):len(slab)+len(ss.Samples)]
+		ok := slab[len(slab) : len(slab) : len(slab)+len(ss.Samples)]
 		ms.mu.Lock()
 		if !ms.walLogged {
 			newSeries = append(newSeries, seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset})
