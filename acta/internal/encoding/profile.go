@@ -71,9 +71,6 @@ func (e *Encoder) loadKeys(col column) []uint64 {
 		}
 	default:
 		r := newIntRange(signed, w)
-		if col.class != ClassSigned {
-			r.signed = false
-		}
 		for i := range nums {
 			nums[i] = r.loadN(b[i*w:], w)
 		}
