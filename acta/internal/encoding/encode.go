@@ -130,6 +130,9 @@ func (e *Encoder) compress(c *candidate) {
 	c.z = c.z[:0]
 	for i := range c.streams {
 		s := &c.streams[i]
+		if len(s.Data) < zstdMinFrame+zstdMinSaving {
+			continue // no frame is small enough to save 8 bytes here
+		}
 		start := len(c.z)
 		c.z = e.zstd.encode(c.z, s.Data)
 		if len(c.z)-start+zstdMinSaving > len(s.Data) {
@@ -166,6 +169,11 @@ const streamDescriptorSize = 48
 // zstdMinSaving is spec §10's reference heuristic: compression must save at
 // least eight stored bytes (one descriptor's bookkeeping) to be kept.
 const zstdMinSaving = 8
+
+// zstdMinFrame is the smallest Zstandard frame holding any data: 4-byte
+// magic, 1-byte descriptor, 1-byte content size, 3-byte block header and
+// one byte of content.
+const zstdMinFrame = 10
 
 // checkInput validates one Encode call and counts its nulls.
 func checkInput(class Class, width int, nullable bool, rows int, validity []byte, vals Values) (column, error) {

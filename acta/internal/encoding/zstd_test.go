@@ -87,3 +87,11 @@ func TestZstdWithoutContentSize(t *testing.T) {
 		}
 	}
 }
+
+func TestZstdSkipsStreamsTooSmallToSave(t *testing.T) {
+	// 17 zero bytes compress to a 10+ byte frame: never 8 bytes saved.
+	z := sharedZstdEncoder(3)
+	if n := len(z.encode(nil, make([]byte, 17))); n < zstdMinFrame {
+		t.Fatalf("a zstd frame of %d bytes is below the assumed minimum %d", n, zstdMinFrame)
+	}
+}
