@@ -35,6 +35,9 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 	if s.closed.Load() {
 		return res, ErrClosed
 	}
+	if lim := s.opts.MaxHeadSamples; lim > 0 && s.headSamples.Load() > lim {
+		return res, fmt.Errorf("%w: %d samples wait in the head for flushing, limit %d", ErrOverloaded, s.headSamples.Load(), lim)
+	}
 	reject := func(n int, reason string, err error) {
 		res.SamplesRejected += n
 		s.m.rejected.WithLabelValues(reason).Add(float64(n))

@@ -17,6 +17,7 @@ import (
 //	                              top byte in hex, <ref> the 16-hex-digit ref,
 //	                              <start> the file's first timestamp in ms
 //	  clean                       present only after a clean Close
+//	  LOCK                        flock'ed while a process has the store open
 //
 // Paths derive from the series ref only, never from label text, so any label
 // value is safe and the path length is fixed.
@@ -25,6 +26,7 @@ const (
 	catalogDirName  = "catalog"
 	seriesDirName   = "series"
 	cleanMarkerName = "clean"
+	lockFileName    = "LOCK"
 	seriesFileExt   = ".acta"
 	tmpSuffix       = ".tmp"
 )

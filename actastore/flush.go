@@ -13,7 +13,7 @@ import (
 // MaxHeadAge (or over BlockRows) and truncates the WAL below what is durable
 // in series files.
 func (s *Store) flushLoop() {
-	defer close(s.done)
+	defer s.bg.Done()
 	interval := min(max(s.opts.MaxHeadAge/4, 10*time.Millisecond), time.Second)
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -30,6 +30,28 @@ func (s *Store) flushLoop() {
 			if err := s.maybeTruncateWAL(); err != nil {
 				s.log.Error("truncate WAL", "err", err)
 			}
+		}
+	}
+}
+
+// syncLoop fsyncs the WAL every WALSyncInterval under SyncInterval, where
+// Append does not: it bounds how much acknowledged data a crash can lose. It
+// runs apart from flushLoop so a long flush never delays it.
+func (s *Store) syncLoop() {
+	defer s.bg.Done()
+	t := time.NewTicker(s.opts.WALSyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			start := time.Now()
+			if err := s.wal.Sync(s.wal.End()); err != nil {
+				s.log.Error("sync WAL", "err", err)
+				continue
+			}
+			s.m.walFsync.Observe(time.Since(start).Seconds())
 		}
 	}
 }

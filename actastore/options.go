@@ -37,6 +37,11 @@ type Options struct {
 	// may be and still be accepted. 0 accepts any age. Default 0.
 	OutOfOrderWindow time.Duration
 
+	// MaxHeadSamples makes Append return ErrOverloaded while the head holds
+	// more unflushed samples than this (flushing has fallen behind). 0 means
+	// unlimited.
+	MaxHeadSamples int64
+
 	MaxOpenFiles    int   // open series file writers kept (LRU); default 256
 	MaxSeries       int   // 0 means unlimited
 	MaxQuerySeries  int   // per Select; 0 means unlimited

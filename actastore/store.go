@@ -53,11 +53,12 @@ type Store struct {
 
 	flushCh   chan *memSeries
 	stop      chan struct{}
-	done      chan struct{}
+	bg        sync.WaitGroup // background goroutines
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 	truncMu   sync.Mutex // one WAL truncation at a time
+	lock      *os.File   // flock'ed LOCK file, released by Close
 }
 
 // StoreStats is a snapshot of the store's state.
@@ -116,7 +117,6 @@ func Open(dir string, opts Options) (*Store, error) {
 		fo:      fileOptions{zstdLevel: opts.ZstdLevel, blockRows: opts.BlockRows},
 		flushCh: make(chan *memSeries, 4096),
 		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
 	}
 	for _, d := range []string{dir, filepath.Join(dir, walDirName), filepath.Join(dir, catalogDirName), filepath.Join(dir, seriesDirName)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -124,6 +124,17 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	s.writers = newWriterCache(dir, opts.MaxOpenFiles, s.fo)
+	lock, err := lockDir(filepath.Join(dir, lockFileName))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s.lock = lock
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
 
 	// A crash after this point leaves no marker, and the next Open checks
 	// every series file's tail.
@@ -139,7 +150,6 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 
-	var err error
 	s.cat, err = loadCatalog(filepath.Join(dir, catalogDirName), func(r seriesRec) error {
 		ms := s.addSeriesLocked(r.Ref, r.Labels, r.Created)
 		ms.walLogged, ms.inCatalog = true, true
@@ -180,7 +190,13 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s.m.replayedSamples.Add(float64(s.replayedSamples))
+	ok = true
+	s.bg.Add(1)
 	go s.flushLoop()
+	if opts.WALSync == SyncInterval {
+		s.bg.Add(1)
+		go s.syncLoop()
+	}
 	return s, nil
 }
 
@@ -328,7 +344,7 @@ func (s *Store) allSeries() []*memSeries {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
-		<-s.done
+		s.bg.Wait()
 		// Appends in flight finish before the final flush; new ones see
 		// closed and return ErrClosed.
 		s.appendMu.Lock()
@@ -357,6 +373,7 @@ func (s *Store) Close() error {
 				errs = append(errs, err)
 			}
 		}
+		s.lock.Close()
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
@@ -395,7 +412,7 @@ func ctxErr(ctx context.Context) error {
 func (s *Store) abandon() {
 	s.closeOnce.Do(func() {
 		close(s.stop)
-		<-s.done
+		s.bg.Wait()
 		s.appendMu.Lock()
 		s.closed.Store(true)
 		s.appendMu.Unlock()
@@ -410,6 +427,7 @@ func (s *Store) abandon() {
 		s.writers.mu.Unlock()
 		s.wal.Close()
 		s.cat.close()
+		s.lock.Close()
 		s.closeErr = ErrClosed
 	})
 }

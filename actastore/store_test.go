@@ -425,3 +425,35 @@ func TestLabelQueries(t *testing.T) {
 		t.Fatalf("series %v %v", ser, err)
 	}
 }
+
+func TestSecondOpenRefused(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{})
+	if _, err := Open(dir, Options{}); err == nil {
+		t.Fatal("second Open of the same directory succeeded")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openT(t, dir, Options{})
+	s2.Close()
+	if _, err := s2.Append(ctx, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after close: %v", err)
+	}
+}
+
+func TestOverloadedAndSyncInterval(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{MaxHeadSamples: 10, WALSync: SyncInterval, WALSyncInterval: 5 * time.Millisecond})
+	defer s.Close()
+	w := want{}
+	fill(t, s, w, rand.New(rand.NewPCG(1, 1)), 11, 1, 0)
+	_, err := s.Append(ctx, []SeriesSamples{{Labels: seriesLabels(1), Samples: []Sample{{T: 99, V: 1}}}})
+	if !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("want ErrOverloaded, got %v", err)
+	}
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, s, w, rand.New(rand.NewPCG(1, 1)), 5, 1, 15000)
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+}

@@ -301,6 +301,13 @@ func (l *Log) Sync(pos Pos) error {
 	return nil
 }
 
+// End is the position after the last appended record.
+func (l *Log) End() Pos {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Pos{Segment: l.seg, Offset: l.off}
+}
+
 // Cut ends the current segment (synced) and starts a new one, so everything
 // appended so far sits in segments below the returned index.
 func (l *Log) Cut() (int, error) {
