@@ -55,8 +55,12 @@ type StorageConfig struct {
 	// OutOfOrderWindow: how far behind a series' newest sample a sample may
 	// be and still be accepted; 0 accepts any age.
 	OutOfOrderWindow time.Duration `yaml:"out_of_order_window"`
-	MaxOpenFiles     int           `yaml:"max_open_files"`
-	ZstdLevel        int           `yaml:"zstd_level"`
+	// MaxHeadSamples: while the head holds more unflushed samples than
+	// this, writes get 429 with Retry-After (flushing has fallen behind).
+	// 0 is unlimited. Bounds head memory (about 16 bytes a sample).
+	MaxHeadSamples int64 `yaml:"max_head_samples"`
+	MaxOpenFiles   int   `yaml:"max_open_files"`
+	ZstdLevel      int   `yaml:"zstd_level"`
 	// MaxSeries is the cardinality limit; 0 means unlimited.
 	MaxSeries int `yaml:"max_series"`
 }

@@ -36,6 +36,7 @@ func TestDefaults(t *testing.T) {
 		{"storage.wal_sync", c.Storage.WALSync, "always"},
 		{"storage.block_rows", c.Storage.BlockRows, 4096},
 		{"storage.max_head_age", c.Storage.MaxHeadAge, 5 * time.Minute},
+		{"storage.max_head_samples", c.Storage.MaxHeadSamples, int64(20_000_000)},
 		{"storage.wal_segment_size", c.Storage.WALSegmentSize, ByteSize(64 << 20)},
 		{"remote_write.max_body_bytes", c.RemoteWrite.MaxBodyBytes, ByteSize(32 << 20)},
 		{"remote_write.max_decoded_bytes", c.RemoteWrite.MaxDecodedBytes, ByteSize(128 << 20)},
@@ -104,6 +105,7 @@ func TestLoadBad(t *testing.T) {
 	f("bad_log_format.yaml", "log.format:", `got "xml"`)
 	f("bad_negative.yaml", "remote_read.max_concurrent:", "got -1")
 	f("bad_data_dir.yaml", "data_dir:", "must not be empty")
+	f("bad_head_samples.yaml", "storage.max_head_samples:", "got -5")
 	f("bad_otlp.yaml", "otlp.translation_strategy:", "unknown strategy")
 	f("bad_otlp_unknown.yaml", "otlp.grpc.listen_adress: unknown key", "unknown key")
 }

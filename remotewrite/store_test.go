@@ -110,3 +110,31 @@ func TestRealStoreBadInputsStoreNothing(t *testing.T) {
 		t.Errorf("bad inputs created %d series", s.Series)
 	}
 }
+
+// When flushing falls behind (the head holds more than MaxHeadSamples),
+// writes get 429 with Retry-After, and succeed again once the head drains.
+func TestRealStoreBackpressure(t *testing.T) {
+	st := openStore(t, actastore.Options{MaxHeadSamples: 5, BlockRows: 1000})
+	srv := newServer(t, st)
+	many := prompb.TimeSeries{Labels: pbLabels("__name__", "m")}
+	for i := range 10 {
+		many.Samples = append(many.Samples, prompb.Sample{Value: float64(i), Timestamp: int64(i)})
+	}
+	if a := post(t, srv.URL, ctV1, "snappy", v1Body(t, many)); a.code != http.StatusNoContent {
+		t.Fatalf("first write: %d %s", a.code, a.body)
+	}
+	next := prompb.TimeSeries{Labels: pbLabels("__name__", "m"), Samples: []prompb.Sample{{Value: 1, Timestamp: 100}}}
+	a := post(t, srv.URL, ctV2, "snappy", v2Body(t, v2Req([]string{"__name__", "m"})))
+	if a.code != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" || a.written != "0" || !strings.Contains(a.body, "overloaded") {
+		t.Fatalf("over the head budget: %d retry-after=%q written=%q %s", a.code, a.header.Get("Retry-After"), a.written, a.body)
+	}
+	if err := st.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	if a := post(t, srv.URL, ctV1, "snappy", v1Body(t, next)); a.code != http.StatusNoContent {
+		t.Fatalf("after the head drained: %d %s", a.code, a.body)
+	}
+	if got := readBack(t, st, "m")[`{__name__="m"}`]; len(got) != 11 {
+		t.Errorf("stored %d samples, want 11 (the refused request stored nothing)", len(got))
+	}
+}
