@@ -47,9 +47,10 @@ type Encoder struct {
 	opts Options
 	zstd *zstdEncoder // shared per level; nil without CodecZstd
 
-	// Scratch reused across calls: one arena per materialized candidate
-	// (raw plus at most two specialized), the compressed copies, the
-	// statistics and the returned stream slice.
+	// Scratch reused across calls, so a warm Encoder allocates nothing: one
+	// arena per materialized candidate (each holding its compressed copy
+	// and stream slice), the profile and its dictionary table, the
+	// statistics.
 	cand        [4]candidate // raw, two shortlisted, one byte-aligned variant
 	aligned     bool         // materialize packed widths rounded up to bytes
 	noDictBound bool         // tests: profile the full dictionary
@@ -63,7 +64,9 @@ type Encoder struct {
 }
 
 // NewEncoder returns an Encoder for opts, or an error naming the option that
-// is not valid (for example a fixed transform the class does not offer).
+// is not valid. A fixed transform the column's class does not offer (for
+// example delta on float64) is refused by the first Encode, which is the
+// first call that knows the class.
 func NewEncoder(opts Options) (*Encoder, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
