@@ -87,3 +87,34 @@ func TestReadBadInputs(t *testing.T) {
 		}
 	}
 }
+
+// A limit hit after the first frame went out cannot become a 400: the
+// connection is aborted so the client sees a broken stream, never a
+// complete-looking partial answer.
+func TestStreamAbortedMidway(t *testing.T) {
+	rl := readLimits
+	rl.MaxSamplesPerQuery = 50
+	st := openStore(t)
+	wurl, rurl := server(t, st, rl)
+	sets := []labels.Labels{labels.FromStrings("__name__", "a", "i", "1"), labels.FromStrings("__name__", "a", "i", "2")}
+	data := want{}
+	for _, ls := range sets {
+		for j := range 40 {
+			data[ls.String()] = append(data[ls.String()], actastore.Sample{T: int64(j * 1000), V: float64(j)})
+		}
+	}
+	writeBoth(t, wurl, data, sets)
+	resp, err := http.Post(rurl, "application/x-protobuf", bytes.NewReader(readReq(
+		[]prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
+		q(0, math.MaxInt64, m(prompb.LabelMatcher_EQ, "__name__", "a")))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: the first series fits, so the stream starts", resp.StatusCode)
+	}
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Fatal("stream cut by the sample limit ended cleanly; the client would take it as complete")
+	}
+}
