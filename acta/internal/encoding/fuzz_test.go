@@ -280,8 +280,11 @@ func randomColumn(rng *rand.Rand, rows int, shape, width byte) testColumn {
 func columnSeeds() [][]byte {
 	var out [][]byte
 	opts := append(fixedOptions(), Options{Policy: PolicyAdaptive}, Options{Policy: PolicyAdaptive, Codec: CodecZstd})
-	cases := append(edgeCases(), metricCases(2048)...) // 2048+: byte-aligned zstd variants
 	for _, o := range opts {
+		cases := edgeCases()
+		if o.Policy == PolicyAdaptive {
+			cases = append(cases, metricCases(2048)...) // 2048+: byte-aligned zstd variants
+		}
 		for _, tc := range cases {
 			e, _ := NewEncoder(o)
 			col, err := e.Encode(tc.class, tc.width, tc.nullable, tc.rows, tc.validity, tc.vals)
