@@ -52,6 +52,11 @@ func checkBatch(t *testing.T, batch []actastore.SeriesSamples) {
 // content type, plain or declared gzip. Whatever comes in, the answer is a
 // status from the OTLP/HTTP set, a 200 body decodes as a response, and no
 // malformed series reaches the store. Seeds: testdata/fuzz/FuzzHandler.
+//
+// Run it with the otlpfuzz tag, which leaves out the tests linking
+// Prometheus (coverage over that binary makes minimization stall):
+//
+//	go test -tags otlpfuzz -run '^$' -fuzz FuzzHandler -fuzztime 15s ./otlp/
 func FuzzHandler(f *testing.F) {
 	cfg := DefaultConfig()
 	cfg.MaxBodyBytes = 1 << 20

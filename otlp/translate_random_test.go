@@ -1,3 +1,9 @@
+// The comparisons with Prometheus link its config and storage packages,
+// whose size makes fuzz minimization crawl; fuzz with -tags otlpfuzz to
+// leave them out (see FuzzHandler).
+
+//go:build !otlpfuzz
+
 package otlp
 
 import (
