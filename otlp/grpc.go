@@ -37,7 +37,12 @@ func NewGRPCServer(r *Receiver) (*GRPCServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otlp: cannot listen for gRPC on %s: %w", r.cfg.GRPC.ListenAddress, err)
 	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(int(r.cfg.MaxDecompressedBytes)))
+	srv := grpc.NewServer(
+		grpc.MaxRecvMsgSize(int(r.cfg.MaxDecompressedBytes)),
+		// gRPC decodes a message before Export takes a request slot; capping
+		// streams per connection keeps decoded-but-waiting messages bounded too.
+		grpc.MaxConcurrentStreams(uint32(r.cfg.MaxConcurrent)),
+	)
 	pmetricotlp.RegisterGRPCServer(srv, &grpcMetrics{r: r})
 	return &GRPCServer{srv: srv, lis: lis}, nil
 }
