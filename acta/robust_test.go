@@ -468,3 +468,51 @@ func TestScanContinuesPastBadBlock(t *testing.T) {
 	}
 	eqSlice(t, "scan items", got, []string{"1", "err", "3"})
 }
+
+// TestConcurrentReads: ReadBlock and Scans on one Reader from many
+// goroutines (run under -race).
+func TestConcurrentReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.acta")
+	writeTS(t, path, WriterOptions{}, []int64{1, 2}, []int64{3, 4}, []int64{5, 6})
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			if g%2 == 0 {
+				b, err := r.ReadBlock(g % 3)
+				if err == nil && b.Columns[0].(*FixedArray[int64]).Values[0] != int64(2*(g%3)+1) {
+					err = fmt.Errorf("block %d: wrong value", g%3)
+				}
+				errs <- err
+				return
+			}
+			sc, _ := r.Scan(ScanOptions{Range: &PrimaryRange{2, 6}})
+			n := 0
+			for {
+				b, err := sc.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				n += b.Rows
+			}
+			if n != 4 {
+				errs <- fmt.Errorf("scan returned %d rows", n)
+				return
+			}
+			errs <- nil
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
