@@ -238,3 +238,21 @@ func filterPrimary(a Array, rows int, r PrimaryRange, sorted bool) (lo, hi int, 
 	}
 	return 0, 0, idx
 }
+
+// RemainingCandidateBlocks is how many of the scan's remaining blocks
+// pruning has not excluded: an upper bound on the batches still to come (a
+// block that overlaps the range may still hold no matching row).
+func (s *Scan) RemainingCandidateBlocks() int {
+	end := s.end
+	if end < 0 {
+		end = len(s.r.blocks)
+	}
+	n := 0
+	for i := s.next; i < end; i++ {
+		m := &s.r.blocks[i]
+		if s.rng == nil || !(m.Max < s.rng.Start || m.Min >= s.rng.End) {
+			n++
+		}
+	}
+	return n
+}

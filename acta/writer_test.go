@@ -369,6 +369,9 @@ func TestScanRangesAndProjection(t *testing.T) {
 		}
 		return got, sc.Metrics()
 	}
+	if sc, _ := r.Scan(ScanOptions{Range: &PrimaryRange{20, 40}}); sc.RemainingCandidateBlocks() != 2 {
+		t.Fatalf("candidate blocks %d, want 2", sc.RemainingCandidateBlocks())
+	}
 	got, m := collect(ScanOptions{Columns: []string{"timestamp"}, Range: &PrimaryRange{20, 40}})
 	eqSlice(t, "[20,40)", got, []int64{20, 20, 30, 35})
 	if m.BlocksConsidered != 3 || m.BlocksPruned != 1 || m.RowsReturned != 4 || m.StreamsDecoded != 2 {
