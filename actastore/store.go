@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -123,7 +124,7 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
-	s.writers = newWriterCache(dir, opts.MaxOpenFiles, s.fo)
+	s.writers = newWriterCache(dir, opts.MaxOpenFiles, s.fo, opts.Logger)
 	lock, err := lockDir(filepath.Join(dir, lockFileName))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -315,12 +316,31 @@ func (s *Store) FlushAll() error {
 }
 
 func (s *Store) flushAll() error {
+	// Flushes of different series are independent (their own flushMu and
+	// writer); a few workers keep shutdown short when many series hold data.
+	all := s.allSeries()
+	var next atomic.Int64
+	var emu sync.Mutex
 	var errs []error
-	for _, ms := range s.allSeries() {
-		if err := s.flushSeries(ms); err != nil {
-			errs = append(errs, err)
-		}
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), 4); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(all) {
+					return
+				}
+				if err := s.flushSeries(all[i]); err != nil {
+					emu.Lock()
+					errs = append(errs, err)
+					emu.Unlock()
+				}
+			}
+		}()
 	}
+	wg.Wait()
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,6 +18,7 @@ type writerCache struct {
 	root string
 	max  int
 	fo   fileOptions
+	log  *slog.Logger
 
 	mu sync.Mutex
 	ll *list.List // of *writerEntry, most recent at the front
@@ -38,8 +40,8 @@ type writerEntry struct {
 	broken bool
 }
 
-func newWriterCache(root string, max int, fo fileOptions) *writerCache {
-	return &writerCache{root: root, max: max, fo: fo, ll: list.New(), m: make(map[uint64]*list.Element), unsynced: make(map[string]struct{})}
+func newWriterCache(root string, max int, fo fileOptions, log *slog.Logger) *writerCache {
+	return &writerCache{root: root, max: max, fo: fo, log: log, ll: list.New(), m: make(map[uint64]*list.Element), unsynced: make(map[string]struct{})}
 }
 
 // acquire returns the open writer of path (series ref), opening or creating
@@ -115,6 +117,14 @@ func (c *writerCache) release(e *writerEntry) {
 			c.ll.Remove(el)
 			delete(c.m, e.ref)
 			_ = e.w.close() // the append already failed; its error was reported
+		}
+	}
+	// Back under the bound once concurrent users are done. A close error
+	// here concerns another series' file whose blocks are already written;
+	// it must not fail this flush, so it is logged.
+	if c.ll.Len() > c.max {
+		if err := c.evictLocked(c.max); err != nil && c.log != nil {
+			c.log.Error("close series file writer", "err", err)
 		}
 	}
 }
