@@ -49,8 +49,10 @@ type Translator struct {
 
 	// Per request.
 	out            *Translation
-	index          map[uint64][]int // labels hash -> indexes into out.Series
+	index          map[uint64]int   // labels hash -> first index into out.Series
+	collisions     map[uint64][]int // further indexes for a hash shared by different labels
 	seenTargetInfo map[targetInfoKey]struct{}
+	slab           []actastore.Sample // never reused across requests: batches keep their slices
 	res            resourceLabels
 	scope          *scopeLabels // nil unless scope metadata is promoted
 }
@@ -80,7 +82,8 @@ func NewTranslator(cfg Config) *Translator {
 		scratch:        labels.NewScratchBuilder(16),
 		builder:        labels.NewBuilder(labels.EmptyLabels()),
 		nameCache:      make(map[string]string, maxCachedNames),
-		index:          make(map[uint64][]int),
+		index:          make(map[uint64]int),
+		collisions:     make(map[uint64][]int),
 		seenTargetInfo: make(map[targetInfoKey]struct{}),
 	}
 }
@@ -92,7 +95,9 @@ const maxCachedNames = 1024
 // Translate converts md. The result owns its slices: they are never reused.
 func (t *Translator) Translate(md pmetric.Metrics) *Translation {
 	t.out = &Translation{}
+	t.slab = nil
 	clear(t.index)
+	clear(t.collisions)
 	clear(t.seenTargetInfo)
 	defer func() { t.out = nil }()
 
@@ -219,21 +224,44 @@ func translatorMetric(m pmetric.Metric) otlptranslator.Metric {
 }
 
 // appendSample adds one sample to the series with labels ls, creating the
-// series on first sight.
+// series on first sight. The index keeps one int per series (no slice):
+// distinct label sets sharing a 64-bit hash are rare enough for a side map.
 func (t *Translator) appendSample(ls labels.Labels, ts int64, v float64) {
 	h := ls.Hash()
-	for _, i := range t.index[h] {
+	if i, ok := t.index[h]; ok {
 		if labels.Equal(t.out.Series[i].Labels, ls) {
-			t.out.Series[i].Samples = append(t.out.Series[i].Samples, actastore.Sample{T: ts, V: v})
-			t.out.Samples++
+			t.addTo(i, ts, v)
 			return
 		}
+		for _, i := range t.collisions[h] {
+			if labels.Equal(t.out.Series[i].Labels, ls) {
+				t.addTo(i, ts, v)
+				return
+			}
+		}
+		t.collisions[h] = append(t.collisions[h], len(t.out.Series))
+	} else {
+		t.index[h] = len(t.out.Series)
 	}
-	t.index[h] = append(t.index[h], len(t.out.Series))
-	t.out.Series = append(t.out.Series, actastore.SeriesSamples{
-		Labels:  ls,
-		Samples: []actastore.Sample{{T: ts, V: v}},
-	})
+	// Most series get one sample per request: carve their slices from a
+	// shared slab (capacity 1 each, so a second sample reallocates instead
+	// of overwriting a neighbour).
+	if len(t.slab) == 0 {
+		t.slab = make([]actastore.Sample, slabSamples)
+	}
+	one := t.slab[:1:1]
+	t.slab = t.slab[1:]
+	one[0] = actastore.Sample{T: ts, V: v}
+	t.out.Series = append(t.out.Series, actastore.SeriesSamples{Labels: ls, Samples: one})
+	t.out.Samples++
+}
+
+// slabSamples is the first-sample slab size: one allocation per this many
+// new series.
+const slabSamples = 256
+
+func (t *Translator) addTo(i int, ts int64, v float64) {
+	t.out.Series[i].Samples = append(t.out.Series[i].Samples, actastore.Sample{T: ts, V: v})
 	t.out.Samples++
 }
 
