@@ -2,6 +2,7 @@ package remotewrite
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/acta-remote/acta-remote/actastore"
 )
@@ -136,5 +138,54 @@ func TestRealStoreBackpressure(t *testing.T) {
 	}
 	if got := readBack(t, st, "m")[`{__name__="m"}`]; len(got) != 11 {
 		t.Errorf("stored %d samples, want 11 (the refused request stored nothing)", len(got))
+	}
+}
+
+// Concurrent requests share pooled scratch; run under -race this checks that
+// no request sees another's buffers, and every sample lands where it belongs.
+func TestConcurrentWriters(t *testing.T) {
+	st := openStore(t, actastore.Options{BlockRows: 16})
+	srv := newServer(t, st)
+	const writers, requests = 4, 30
+	done := make(chan struct{})
+	for w := range writers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for n := range requests {
+				var a answer
+				if n%2 == 0 {
+					a = post(t, srv.URL, ctV1, "snappy", v1Body(t, prompb.TimeSeries{
+						Labels:  pbLabels("__name__", "cw", "w", fmt.Sprint(w)),
+						Samples: []prompb.Sample{{Value: float64(w*1000 + n), Timestamp: int64(n)}},
+					}))
+				} else {
+					req := &writev2.Request{Symbols: []string{"", "__name__", "cw", "w", fmt.Sprint(w)},
+						Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2, 3, 4},
+							Samples: []writev2.Sample{{Value: float64(w*1000 + n), Timestamp: int64(n)}}}}}
+					a = post(t, srv.URL, ctV2, "snappy", v2Body(t, req))
+				}
+				if a.code != http.StatusNoContent {
+					t.Errorf("writer %d request %d: %d %s", w, n, a.code, a.body)
+					return
+				}
+			}
+		}()
+	}
+	for range writers {
+		<-done
+	}
+	got := readBack(t, st, "cw")
+	for w := range writers {
+		ss := got[fmt.Sprintf(`{__name__="cw", w="%d"}`, w)]
+		if len(ss) != requests {
+			t.Errorf("writer %d: %d samples, want %d", w, len(ss), requests)
+			continue
+		}
+		for n, s := range ss {
+			if s.T != int64(n) || s.V != float64(w*1000+n) {
+				t.Errorf("writer %d sample %d = %v", w, n, s)
+				break
+			}
+		}
 	}
 }
