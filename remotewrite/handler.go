@@ -86,6 +86,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// so a retryable status makes the sender send it all again.
 			h.m.samplesRejected.WithLabelValues(reasonOf(err)).Add(float64(s.stats.samples))
 			s.stats.rejectedSamples = s.stats.samples
+			err = withConfigKey(err)
 			h.log.Warn("remote write: store refused batch", "err", err, "series", len(s.batch))
 			h.fail(w, typ, s, err)
 			return
@@ -93,7 +94,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.stats.samplesWritten = res.SamplesWritten
 		h.m.seriesAppended.Add(float64(len(s.batch)))
 		for _, e := range res.Errors {
-			s.reject(0, e)
+			s.reject(0, withConfigKey(e))
 		}
 		if res.SamplesRejected > 0 {
 			// The store reports a few example errors, not a reason per

@@ -3,6 +3,7 @@ package remotewrite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/acta-remote/acta-remote/actastore"
@@ -84,4 +85,18 @@ func WriteError(w http.ResponseWriter, err error) int {
 	}
 	http.Error(w, err.Error(), code)
 	return code
+}
+
+// withConfigKey appends the config key behind a store limit to its error,
+// so the answer tells the operator what to raise.
+func withConfigKey(err error) error {
+	switch {
+	case errors.Is(err, actastore.ErrTooManySeries):
+		return fmt.Errorf("%w (config storage.max_series)", err)
+	case errors.Is(err, actastore.ErrOutOfOrder):
+		return fmt.Errorf("%w (config storage.out_of_order_window)", err)
+	case errors.Is(err, actastore.ErrOverloaded):
+		return fmt.Errorf("%w (config storage.max_head_samples)", err)
+	}
+	return err
 }

@@ -67,8 +67,8 @@ func TestRealStoreRejections(t *testing.T) {
 	f("exact duplicate is fine", v1Body(t, ts(0, 1000, "__name__", "m", "i", "1")), 204, "")
 	f("conflicting duplicate", v1Body(t, ts(5, 1000, "__name__", "m", "i", "1"), ts(1, 2000, "__name__", "m", "i", "1")), 400, "duplicate sample")
 	f("newer", v1Body(t, ts(1, 1000+3600_000, "__name__", "m", "i", "1")), 204, "")
-	f("too old", v1Body(t, ts(1, 1500, "__name__", "m", "i", "1")), 400, "out-of-order")
-	f("cardinality", v1Body(t, ts(1, 5000, "__name__", "m", "i", "2"), ts(1, 5000, "__name__", "m", "i", "3")), 400, "series limit")
+	f("too old", v1Body(t, ts(1, 1500, "__name__", "m", "i", "1")), 400, "out-of-order sample: series {__name__=\"m\", i=\"1\"} sample at 1500 is more than 1m0s behind its newest sample 3601000 (config storage.out_of_order_window)")
+	f("cardinality", v1Body(t, ts(1, 5000, "__name__", "m", "i", "2"), ts(1, 5000, "__name__", "m", "i", "3")), 400, "limit 2; refused {__name__=\"m\", i=\"3\"} (config storage.max_series)")
 
 	got := readBack(t, st, "m")
 	want := map[string][]actastore.Sample{
@@ -127,7 +127,7 @@ func TestRealStoreBackpressure(t *testing.T) {
 	}
 	next := prompb.TimeSeries{Labels: pbLabels("__name__", "m"), Samples: []prompb.Sample{{Value: 1, Timestamp: 100}}}
 	a := post(t, srv.URL, ctV2, "snappy", v2Body(t, v2Req([]string{"__name__", "m"})))
-	if a.code != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" || a.written != "0" || !strings.Contains(a.body, "overloaded") {
+	if a.code != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" || a.written != "0" || !strings.Contains(a.body, "(config storage.max_head_samples)") {
 		t.Fatalf("over the head budget: %d retry-after=%q written=%q %s", a.code, a.header.Get("Retry-After"), a.written, a.body)
 	}
 	if err := st.FlushAll(); err != nil {
