@@ -222,7 +222,7 @@ func BenchmarkHeadMemory(b *testing.B) {
 func BenchmarkDiskBytesPerSample(b *testing.B) {
 	const n, steps = 200, 5760
 	ls := benchLabels(n)
-	for _, rows := range []int{4096, 20} {
+	for _, rows := range []int{4096, 240, 80, 20} {
 		b.Run(fmt.Sprintf("blockrows=%d", rows), func(b *testing.B) {
 			for it := 0; it < b.N; it++ {
 				dir := b.TempDir()

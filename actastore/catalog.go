@@ -60,3 +60,24 @@ func (c *catalog) add(series []seriesRec) error {
 }
 
 func (c *catalog) close() error { return c.log.Close() }
+
+// catalogCompactSegments: past this many segments (each Open starts one),
+// Open rewrites the catalog into a single segment.
+const catalogCompactSegments = 8
+
+// compact rewrites every series into the current segment, syncs it, and
+// deletes the older segments. A crash in between leaves both copies, which
+// load to the same series.
+func (c *catalog) compact(all []seriesRec) error {
+	segs, err := wal.Segments(c.dir)
+	if err != nil || len(segs) <= catalogCompactSegments {
+		return err
+	}
+	if err := c.add(all); err != nil {
+		return fmt.Errorf("compact catalog: %w", err)
+	}
+	if err := c.log.TruncateBefore(c.log.Current()); err != nil {
+		return fmt.Errorf("compact catalog: %w", err)
+	}
+	return nil
+}

@@ -91,12 +91,12 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 		return nil, err
 	}
 	list := s.matchSeries(ms)
+	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
+		return nil, fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)
+	}
 	out := make([]labels.Labels, len(list))
 	for i, m := range list {
 		out[i] = m.lset
-	}
-	if s.opts.MaxQuerySeries > 0 && len(out) > s.opts.MaxQuerySeries {
-		return nil, fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(out), s.opts.MaxQuerySeries)
 	}
 	return out, nil
 }

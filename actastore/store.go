@@ -190,6 +190,15 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.cat.close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	all := make([]seriesRec, len(s.ix.series))
+	for i, ms := range s.ix.series {
+		all[i] = seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset}
+	}
+	if err := s.cat.compact(all); err != nil {
+		s.wal.Close()
+		s.cat.close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	s.m.replayedSamples.Add(float64(s.replayedSamples))
 	ok = true
 	s.bg.Add(1)

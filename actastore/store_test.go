@@ -457,3 +457,23 @@ func TestOverloadedAndSyncInterval(t *testing.T) {
 	fill(t, s, w, rand.New(rand.NewPCG(1, 1)), 5, 1, 15000)
 	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
 }
+
+func TestCatalogCompactsAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	w := want{}
+	r := rand.New(rand.NewPCG(9, 9))
+	for i := 0; i < catalogCompactSegments+3; i++ {
+		s := openT(t, dir, Options{})
+		fill(t, s, w, r, 5+i, 1, int64(i)*15000) // one new series per restart
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	segs, _ := os.ReadDir(filepath.Join(dir, catalogDirName))
+	if len(segs) > catalogCompactSegments+1 {
+		t.Fatalf("%d catalog segments", len(segs))
+	}
+	s := openT(t, dir, Options{})
+	defer s.Close()
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+}
