@@ -47,6 +47,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	typ, err := negotiate(r.Header)
 	if err != nil {
+		if typ == msgV2 {
+			setWritten(w, 0)
+		}
 		WriteError(w, err)
 		return
 	}

@@ -230,6 +230,10 @@ func TestBadInputs(t *testing.T) {
 	if len(app.series) != 0 {
 		t.Errorf("bad inputs stored %d series: %v", len(app.series), app.series)
 	}
+	// A 2.0 request refused for its encoding still says nothing was written.
+	if a := post(t, srv.URL, ctV2, "gzip", good); a.code != 415 || a.written != "0" {
+		t.Errorf("2.0 with gzip: %d, written %q; want 415 with written 0", a.code, a.written)
+	}
 }
 
 func snappyDecode(b []byte) []byte {

@@ -50,7 +50,8 @@ func negotiate(h http.Header) (msgType, error) {
 		return 0, fmt.Errorf("%w: proto message %q, want %s or %s", ErrUnsupportedMedia, p, protoV1, protoV2)
 	}
 	if enc := h.Get("Content-Encoding"); !strings.EqualFold(strings.TrimSpace(enc), "snappy") {
-		return 0, fmt.Errorf("%w: Content-Encoding %q, want snappy", ErrUnsupportedMedia, enc)
+		// The message type is known, so a 2.0 sender still gets its headers.
+		return t, fmt.Errorf("%w: Content-Encoding %q, want snappy", ErrUnsupportedMedia, enc)
 	}
 	return t, nil
 }
