@@ -47,6 +47,9 @@ func New(q actastore.Querier, lim Limits, log *slog.Logger, reg prometheus.Regis
 	return &Handler{q: q, lim: lim, log: log, m: newMetrics(reg), sem: make(chan struct{}, max(1, lim.MaxConcurrent))}
 }
 
+// ServeHTTP answers one remote-read request with every query's result, in
+// request order; errors found before the first byte is sent are 4xx/5xx
+// with a message, later ones abort the connection.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)

@@ -39,6 +39,9 @@ func New(app actastore.Appender, lim Limits, log *slog.Logger, reg prometheus.Re
 	return &Handler{app: app, lim: lim, log: log, m: newMetrics(reg), sem: make(chan struct{}, max(1, lim.MaxConcurrent))}
 }
 
+// ServeHTTP answers one remote-write request: 204 when all was stored, 400
+// for a partial write or invalid input, 413/415 for size and media type,
+// 429/503 (with Retry-After) and 500 when the store could not take it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
