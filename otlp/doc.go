@@ -1,5 +1,5 @@
 // Package otlp is the OpenTelemetry metrics receiver: OTLP/HTTP (protobuf
-// and JSON, optionally gzip-compressed) and OTLP/gRPC MetricsService/Export,
+// and JSON, optionally gzip- or zstd-compressed) and OTLP/gRPC MetricsService/Export,
 // translated into Prometheus series and handed to an actastore.Appender.
 //
 // Translation follows Prometheus's own OTLP receiver (Prometheus v0.316.0,
@@ -15,6 +15,7 @@
 //	status.go              the one mapping from store errors to HTTP/gRPC status
 //	encoder.go             protobuf vs JSON, chosen once from Content-Type
 //	handler_http.go        POST /v1/metrics and its aliases, bounded bodies
+//	decompress.go          gzip and zstd request bodies, pooled decoders
 //	grpc.go                MetricsService/Export on its own listener
 //	translate.go           resource/scope/metric walk, temporality, batching
 //	translate_labels.go    attributes -> labels, job/instance, target_info

@@ -2,7 +2,6 @@ package otlp
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gorilla/mux"
+	"github.com/klauspost/compress/zstd"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 )
@@ -32,13 +32,13 @@ func (r *Receiver) RegisterRoutes(router *mux.Router) {
 // Handler serves OTLP/HTTP ExportMetricsServiceRequest on whatever path it
 // is mounted (OTLP/HTTP spec, "OTLP/HTTP Request"/"Response"): POST only;
 // application/x-protobuf or application/json, optionally Content-Encoding:
-// gzip. Answers, in the request's encoding:
+// gzip or zstd. Answers, in the request's encoding:
 //
 //	200 ExportMetricsServiceResponse, partial_success listing rejected points
 //	400 google.rpc.Status: undecodable body (bad protobuf, JSON or gzip)
 //	405 not POST; 415 other content types or encodings (text/plain)
-//	413 google.rpc.Status: body over max_body_bytes, or gzip output over
-//	    max_decompressed_bytes
+//	413 google.rpc.Status: body over max_body_bytes, or decompressed body
+//	    over max_decompressed_bytes
 //	503 google.rpc.Status + Retry-After: store overloaded or closing
 //	500 google.rpc.Status: store failure
 func (r *Receiver) Handler() http.Handler {
@@ -60,14 +60,10 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 			req.Header.Get("Content-Type"), contentTypeProtobuf, contentTypeJSON), http.StatusUnsupportedMediaType)
 		return
 	}
-	gz := false
-	switch ce := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding"))); ce {
-	case "", "identity":
-	case "gzip":
-		gz = true
-	default:
-		http.Error(w, fmt.Sprintf("415 unsupported content encoding %q, supported: [gzip, identity]", ce),
-			http.StatusUnsupportedMediaType)
+	codec, ok := codecFor(req.Header.Get("Content-Encoding"))
+	if !ok {
+		http.Error(w, fmt.Sprintf("415 unsupported content encoding %q, supported: [gzip, zstd, identity]",
+			req.Header.Get("Content-Encoding")), http.StatusUnsupportedMediaType)
 		return
 	}
 
@@ -79,7 +75,7 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	defer r.release()
 	buf := r.getBuffer()
 	defer r.putBuffer(buf)
-	if err := r.readBody(w, req, gz, buf); err != nil {
+	if err := r.readBody(w, req, codec, buf); err != nil {
 		if errors.Is(err, errTooLarge) {
 			r.writeStatus(w, enc, http.StatusRequestEntityTooLarge, codes.InvalidArgument, err.Error())
 		} else {
@@ -110,61 +106,52 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // readBody reads the request body into buf, bounded twice: at most
-// max_body_bytes off the wire, and for gzip at most max_decompressed_bytes
-// out of the decompressor, which streams so a gzip bomb never expands
-// beyond the cap.
-func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, gz bool, buf *bytes.Buffer) error {
+// max_body_bytes off the wire, and when compressed at most
+// max_decompressed_bytes out of the decoder, which streams, so a
+// decompression bomb never expands beyond the cap.
+func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request, c codec, buf *bytes.Buffer) error {
 	maxBody, maxOut := int64(r.cfg.MaxBodyBytes), int64(r.cfg.MaxDecompressedBytes)
 	if req.ContentLength > maxBody {
 		return fmt.Errorf("%w: Content-Length %d exceeds max_body_bytes %d", errTooLarge, req.ContentLength, maxBody)
 	}
 	body := http.MaxBytesReader(w, req.Body, maxBody)
-	wireErr := func(err error) error {
+	readErr := func(err error) error {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return fmt.Errorf("%w: body exceeds max_body_bytes %d", errTooLarge, maxBody)
 		}
-		return fmt.Errorf("cannot read body: %w", err)
+		// zstd refuses, from the frame header, a frame whose window would
+		// take more memory than the decompressed cap.
+		if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return fmt.Errorf("%w: zstd frame needs more than max_decompressed_bytes %d: %v", errTooLarge, maxOut, err)
+		}
+		if c == codecIdentity {
+			return fmt.Errorf("cannot read body: %w", err)
+		}
+		return fmt.Errorf("cannot read %s body: %w", c, err)
 	}
-	if !gz {
+	if c == codecIdentity {
 		if req.ContentLength > 0 {
 			buf.Grow(int(req.ContentLength))
 		}
 		if _, err := buf.ReadFrom(body); err != nil {
-			return wireErr(err)
+			return readErr(err)
 		}
 		return nil
 	}
 
-	zr, err := r.getGzip(body)
+	rd, release, err := r.decompressor(c, body)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return wireErr(err)
-		}
-		return fmt.Errorf("cannot read gzip body: %w", err)
+		return readErr(err)
 	}
-	defer r.gzips.Put(zr)
-	n, err := buf.ReadFrom(io.LimitReader(zr, maxOut+1))
+	defer release()
+	n, err := buf.ReadFrom(io.LimitReader(rd, maxOut+1))
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return wireErr(err)
-		}
-		return fmt.Errorf("cannot read gzip body: %w", err)
+		return readErr(err)
 	}
 	if n > maxOut {
-		return fmt.Errorf("%w: gzip body decompresses beyond max_decompressed_bytes %d", errTooLarge, maxOut)
+		return fmt.Errorf("%w: body decompresses beyond max_decompressed_bytes %d", errTooLarge, maxOut)
 	}
 	return nil
-}
-
-func (r *Receiver) getGzip(src io.Reader) (*gzip.Reader, error) {
-	if zr, ok := r.gzips.Get().(*gzip.Reader); ok {
-		if err := zr.Reset(src); err != nil {
-			r.gzips.Put(zr)
-			return nil, err
-		}
-		return zr, nil
-	}
-	return gzip.NewReader(src)
 }
 
 // maxPooledBuffer keeps one huge request from pinning its buffer forever.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/klauspost/compress/zstd"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -125,6 +126,16 @@ func gzipped(t testing.TB, b []byte) []byte {
 	return buf.Bytes()
 }
 
+func zstded(t testing.TB, b []byte) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	return enc.EncodeAll(b, nil)
+}
+
 type httpAnswer struct {
 	status      int
 	contentType string
@@ -194,7 +205,7 @@ func decodeStatus(t testing.TB, a httpAnswer) *spb.Status {
 	return st
 }
 
-func TestHTTPAcceptsProtobufJSONAndGzipOnEveryPath(t *testing.T) {
+func TestHTTPAcceptsEveryEncodingOnEveryPath(t *testing.T) {
 	md := sampleMetrics()
 	bodies := []struct {
 		name, ct, ce string
@@ -204,6 +215,7 @@ func TestHTTPAcceptsProtobufJSONAndGzipOnEveryPath(t *testing.T) {
 		{"json", contentTypeJSON, "", jsonBody(t, md)},
 		{"protobuf+gzip", contentTypeProtobuf, "gzip", gzipped(t, protoBody(t, md))},
 		{"json+gzip, charset", contentTypeJSON + "; charset=utf-8", "gzip", gzipped(t, jsonBody(t, md))},
+		{"protobuf+zstd", contentTypeProtobuf, "zstd", zstded(t, protoBody(t, md))},
 	}
 	for _, path := range Paths {
 		for _, b := range bodies {
@@ -343,6 +355,21 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 	if len(bomb) > int(cfg.MaxBodyBytes) {
 		t.Fatalf("bomb is %d bytes, over the body cap; the test would not reach the decompressor", len(bomb))
 	}
+	zbomb := zstded(t, make([]byte, 64<<20)) // one frame declaring a 64 MiB window
+	var streamed bytes.Buffer                // small window: only the output cap stops it
+	zw, err := zstd.NewWriter(&streamed, zstd.WithWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, 1<<20)
+	for range 64 {
+		zw.Write(zeros)
+	}
+	zw.Close()
+	zbomb2 := streamed.Bytes()
+	if len(zbomb) > int(cfg.MaxBodyBytes) || len(zbomb2) > int(cfg.MaxBodyBytes) {
+		t.Fatalf("zstd bombs are %d and %d bytes, over the body cap", len(zbomb), len(zbomb2))
+	}
 	huge := pmetric.NewMetrics()
 	addGauge(newResource(huge, svc), "g", "", t0ns, 1, map[string]any{"blob": strings.Repeat("v", 128<<10)})
 	valid := protoBody(t, sampleMetrics())
@@ -357,6 +384,9 @@ func TestHTTPRefusesBadRequests(t *testing.T) {
 		statusFormat string // "" for text/plain answers
 	}{
 		{"gzip bomb", "", contentTypeProtobuf, "gzip", bytes.NewReader(bomb), 413, "max_decompressed_bytes", contentTypeProtobuf},
+		{"zstd bomb, big window", "", contentTypeJSON, "zstd", bytes.NewReader(zbomb), 413, "zstd frame needs more than max_decompressed_bytes", contentTypeJSON},
+		{"zstd bomb, small window", "", contentTypeProtobuf, "zstd", bytes.NewReader(zbomb2), 413, "body decompresses beyond max_decompressed_bytes", contentTypeProtobuf},
+		{"not zstd", "", contentTypeProtobuf, "zstd", bytes.NewReader(valid), 400, "zstd", contentTypeProtobuf},
 		{"body over cap with Content-Length", "", contentTypeProtobuf, "", bytes.NewReader(protoBody(t, huge)), 413, "max_body_bytes", contentTypeProtobuf},
 		{"body over cap, chunked", "", contentTypeJSON, "", io.MultiReader(strings.NewReader("{"), bytes.NewReader(make([]byte, 128<<10))), 413, "max_body_bytes", contentTypeJSON},
 		{"malformed protobuf", "", contentTypeProtobuf, "", strings.NewReader("\xff\xff\xff\xff not protobuf"), 400, "cannot decode application/x-protobuf", contentTypeProtobuf},

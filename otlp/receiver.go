@@ -24,7 +24,8 @@ type Receiver struct {
 	slots       chan struct{} // MaxConcurrent tokens
 	translators sync.Pool     // *Translator
 	bodies      sync.Pool     // *bytes.Buffer, see handler_http.go
-	gzips       sync.Pool     // *gzip.Reader
+	gzips       sync.Pool     // *gzip.Reader, see decompress.go
+	zstds       sync.Pool     // *zstd.Decoder
 }
 
 // New returns a Receiver appending to app. cfg is validated; logger may be
