@@ -1,6 +1,7 @@
 // Package otlp is the OpenTelemetry metrics receiver: OTLP/HTTP (protobuf
-// and JSON, optionally gzip- or zstd-compressed) and OTLP/gRPC MetricsService/Export,
-// translated into Prometheus series and handed to an actastore.Appender.
+// and JSON, optionally gzip- or zstd-compressed) and OTLP/gRPC
+// MetricsService/Export, translated into Prometheus series and handed to an
+// actastore.Appender.
 //
 // Translation follows Prometheus's own OTLP receiver (Prometheus v0.316.0,
 // storage/remote/otlptranslator/prometheusremotewrite) so that a series

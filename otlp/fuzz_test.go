@@ -49,7 +49,7 @@ func checkBatch(t *testing.T, batch []actastore.SeriesSamples) {
 }
 
 // FuzzHandler feeds arbitrary bodies to the HTTP handler under each
-// content type, plain or declared gzip. Whatever comes in, the answer is a
+// content type (ct&3), plain or declared gzip (gz) or zstd (gz and ct&4). Whatever comes in, the answer is a
 // status from the OTLP/HTTP set, a 200 body decodes as a response, and no
 // malformed series reaches the store. Seeds: testdata/fuzz/FuzzHandler.
 //
@@ -73,7 +73,10 @@ func FuzzHandler(f *testing.F) {
 		if c := fuzzContentTypes[int(ct)%len(fuzzContentTypes)]; c != "" {
 			req.Header.Set("Content-Type", c)
 		}
-		if gz {
+		switch {
+		case gz && ct&4 != 0:
+			req.Header.Set("Content-Encoding", "zstd")
+		case gz:
 			req.Header.Set("Content-Encoding", "gzip")
 		}
 		w := httptest.NewRecorder()
@@ -117,6 +120,8 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"proto_empty":  {0, false, nil},
 		"json_garbage": {1, false, []byte(`{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"x","gauge":{"dataPoints":[{"asInt":"1`)},
 		"text":         {2, false, []byte("hello")},
+		"proto_zstd":   {4, true, zstded(t, protoBody(t, all))},
+		"json_zstd":    {5, true, zstded(t, jsonBody(t, all))},
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzHandler")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
