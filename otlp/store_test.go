@@ -3,12 +3,15 @@ package otlp
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/acta-remote/acta-remote/actastore"
 )
@@ -83,5 +86,59 @@ func TestRealStoreRoundTrip(t *testing.T) {
 	}
 	if n := len(readAll(t, st, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))); n != 9 {
 		t.Fatalf("%d series after a malformed request, want 9", n)
+	}
+}
+
+// TestRealStoreConcurrentHTTPAndGRPC sends from several goroutines over
+// both transports at once (run with -race: pools and slots are shared) and
+// checks every sample arrived.
+func TestRealStoreConcurrentHTTPAndGRPC(t *testing.T) {
+	st, err := actastore.Open(t.TempDir(), actastore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := DefaultConfig()
+	cfg.MaxConcurrent = 3 // fewer slots than senders: some wait
+	url := startHTTP(t, cfg, st)
+	client := startGRPC(t, cfg, st)
+
+	const senders, perSender = 6, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, senders*perSender)
+	for s := range senders {
+		wg.Go(func() {
+			for i := range perSender {
+				md := pmetric.NewMetrics()
+				addGauge(newResource(md, map[string]any{"service.name": fmt.Sprint("s", s)}), "g", "", t0ns+uint64(i)*1e9, float64(i),
+					map[string]any{"via": []string{"http", "grpc"}[s%2]})
+				if s%2 == 0 {
+					if a := post(t, url+"/v1/metrics", contentTypeProtobuf, "gzip", bytes.NewReader(gzipped(t, protoBody(t, md)))); a.status != 200 {
+						errs <- fmt.Errorf("http status %d: %s", a.status, a.body)
+					}
+				} else if _, err := client.Export(context.Background(), pmetricotlp.NewExportRequestFromMetrics(md)); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got := readAll(t, st, labels.MustNewMatcher(labels.MatchEqual, "__name__", "g"))
+	if len(got) != senders {
+		t.Fatalf("%d series, want %d", len(got), senders)
+	}
+	for _, s := range got {
+		if len(s.Samples) != perSender {
+			t.Errorf("%s: %d samples, want %d", s.Labels, len(s.Samples), perSender)
+		}
+		for i, smp := range s.Samples {
+			if smp.T != t0ms+int64(i)*1000 || smp.V != float64(i) {
+				t.Errorf("%s sample %d = %d %v", s.Labels, i, smp.T, smp.V)
+			}
+		}
 	}
 }
