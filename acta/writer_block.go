@@ -60,7 +60,14 @@ func (w *Writer) publish() error {
 				Count: st.Count, CRC: crc(st.Data)}
 			w.sds = append(w.sds, sd)
 			w.payload = append(w.payload, st.Data...)
-			w.payload = appendZeros(w.payload, pad8(len(w.payload))-len(w.payload))
+			pad := pad8(len(w.payload)) - len(w.payload)
+			if len(st.Data) == 0 {
+				// An empty stream still gets a payload offset of its own
+				// (spec §8.2 SHOULD), so no reader has to decide whether
+				// an empty range sharing the next stream's offset overlaps.
+				pad = 8
+			}
+			w.payload = appendZeros(w.payload, pad)
 		}
 	}
 
