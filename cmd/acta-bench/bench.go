@@ -1,0 +1,263 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Options is one harness run.
+type Options struct {
+	Gen          GenConfig
+	Load         LoadConfig
+	Systems      []string // sysActa, sysProm, sysVM
+	RW2          bool     // also time Remote-Write 2.0 where supported
+	Warmup       float64  // fraction of samples left out of the sustained rate
+	VerifySeries int
+	ReadReps     int
+	VMTolerance  float64
+	GOMAXPROCS   int
+	Repo         string
+	WorkDir      string // data dirs and logs
+	ActaConfig   string // optional acta-remote config file
+	Keep         bool   // keep data dirs
+	Logf         func(format string, args ...any)
+}
+
+// SystemResult is every figure of one system.
+type SystemResult struct {
+	Name            string                  `json:"name"`
+	Version         string                  `json:"version"`
+	Ingest          map[string]IngestResult `json:"ingest"`
+	PeakRSSBytes    int64                   `json:"peak_rss_bytes"` // VmHWM of the RW 1.0 ingest process, after flush
+	FlushSec        float64                 `json:"flush_s"`
+	StopSec         float64                 `json:"stop_s"`
+	RestartSec      float64                 `json:"restart_ready_s"`
+	Compacted       DiskResult              `json:"disk_compacted"`
+	DataDir         DiskResult              `json:"disk_data_dir"`
+	Reads           []ReadResult            `json:"reads"`
+	Verify          VerifyResult            `json:"verify"`
+	Notes           []string                `json:"notes,omitempty"`
+	Err             string                  `json:"error,omitempty"`
+	samplesIngested int64
+}
+
+// DiskResult is a size on disk, allocated (du) and apparent.
+type DiskResult struct {
+	AllocBytes       int64   `json:"alloc_bytes"`
+	ApparentBytes    int64   `json:"apparent_bytes"`
+	AllocPerSample   float64 `json:"alloc_bytes_per_sample"`
+	ApparentPerSampl float64 `json:"apparent_bytes_per_sample"`
+}
+
+func diskResult(dir string, skip func(string) bool, samples int64) (DiskResult, error) {
+	a, p, err := diskUsage(dir, skip)
+	r := DiskResult{AllocBytes: a, ApparentBytes: p}
+	if samples > 0 {
+		r.AllocPerSample, r.ApparentPerSampl = float64(a)/float64(samples), float64(p)/float64(samples)
+	}
+	return r, err
+}
+
+// Run generates the data, encodes it once per protocol, then runs the
+// systems one after another (each alone on the machine) on the same bytes.
+func Run(o Options) ([]*SystemResult, *Dataset, error) {
+	logf := o.Logf
+	d, err := NewDataset(o.Gen)
+	if err != nil {
+		return nil, nil, err
+	}
+	logf("data: %d series (%d targets) × %d scrapes = %d samples, %s → %s",
+		d.NumSeries(), len(d.targets), d.Scrapes(), d.Samples(),
+		time.UnixMilli(o.Gen.Start).UTC().Format(time.RFC3339), time.UnixMilli(d.End()).UTC().Format(time.RFC3339))
+	loads := map[string]*Load{}
+	protos := []string{protoRW1}
+	if o.RW2 {
+		protos = append(protos, protoRW2)
+	}
+	for _, p := range protos {
+		t0 := time.Now()
+		ld, err := BuildLoad(d, p, o.Load)
+		if err != nil {
+			return nil, nil, err
+		}
+		reqs := 0
+		for _, r := range ld.Rounds {
+			for _, s := range r {
+				reqs += len(s)
+			}
+		}
+		logf("encoded %s: %d requests, %.1f MiB snappy (%.1f bytes/sample on the wire) in %s",
+			p, reqs, float64(ld.Bytes)/(1<<20), float64(ld.Bytes)/float64(ld.Samples), time.Since(t0).Round(time.Millisecond))
+		loads[p] = ld
+	}
+	plan := planReads(d, o.Gen.Seed, o.ReadReps)
+	vrng := rand.New(rand.NewPCG(o.Gen.Seed, 0x7e51f1))
+	var vidx []int
+	for _, i := range vrng.Perm(d.NumSeries())[:min(o.VerifySeries, d.NumSeries())] {
+		vidx = append(vidx, i)
+	}
+
+	binDir := filepath.Join(o.WorkDir, "bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	var results []*SystemResult
+	for _, name := range o.Systems {
+		sys, version, err := makeSystem(o, name, binDir)
+		if err != nil {
+			return results, d, err
+		}
+		r := runSystem(o, sys, d, loads, plan, vidx)
+		r.Version = version
+		results = append(results, r)
+		if r.Err != "" {
+			logf("%s: %s", name, r.Err)
+		}
+	}
+	return results, d, nil
+}
+
+func makeSystem(o Options, name, binDir string) (*system, string, error) {
+	switch name {
+	case sysActa:
+		bin, err := actaBinary(o.Repo, binDir)
+		if err != nil {
+			return nil, "", err
+		}
+		s, err := actaSystem(bin, o.WorkDir, o.ActaConfig, o.GOMAXPROCS)
+		return s, "working tree", err
+	case sysProm:
+		bin, err := prometheusBinary(o.Repo, o.Logf)
+		if err != nil {
+			return nil, "", err
+		}
+		s, err := prometheusSystem(bin, o.WorkDir, o.GOMAXPROCS)
+		return s, prometheusVersion, err
+	case sysVM:
+		bin, err := vmBinary(o.Repo, o.Logf)
+		if err != nil {
+			return nil, "", err
+		}
+		return vmSystem(bin, o.GOMAXPROCS), vmVersion, nil
+	}
+	return nil, "", fmt.Errorf("unknown system %q (want %s, %s or %s)", name, sysActa, sysProm, sysVM)
+}
+
+// runSystem measures one system. RW 1.0 goes to a fresh instance that is
+// then flushed, stopped, measured on disk, restarted and read; RW 2.0 (if
+// any) goes to a second fresh instance and is timed only.
+func runSystem(o Options, sys *system, d *Dataset, loads map[string]*Load, plan readPlan, vidx []int) *SystemResult {
+	r := &SystemResult{Name: sys.name, Ingest: map[string]IngestResult{}, Notes: sys.notes}
+	client := &http.Client{
+		Timeout:   5 * time.Minute,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 2 * o.Load.Shards, DisableCompression: true},
+	}
+	defer client.CloseIdleConnections()
+	for _, proto := range []string{protoRW1, protoRW2} {
+		ld := loads[proto]
+		if ld == nil || !contains(sys.protos, proto) {
+			continue
+		}
+		dataDir := filepath.Join(o.WorkDir, sys.name+"-"+proto)
+		os.RemoveAll(dataDir)
+		logPath := filepath.Join(o.WorkDir, sys.name+"-"+proto+".log")
+		if err := r.runProto(o, sys, client, d, ld, dataDir, logPath, plan, vidx); err != nil {
+			r.Err = fmt.Sprintf("%s: %v (log: %s)", proto, err, logPath)
+			return r
+		}
+		if !o.Keep {
+			os.RemoveAll(dataDir)
+		}
+	}
+	return r
+}
+
+func (r *SystemResult) runProto(o Options, sys *system, client *http.Client, d *Dataset, ld *Load, dataDir, logPath string, plan readPlan, vidx []int) error {
+	logf := o.Logf
+	p, base, err := sys.start(dataDir, logPath)
+	if err != nil {
+		return err
+	}
+	defer p.kill()
+	if _, err := p.waitReady(base+sys.readyPath, 2*time.Minute); err != nil {
+		return err
+	}
+	logf("%s: ingesting %s (%d samples)", sys.name, ld.Proto, ld.Samples)
+	ing := Ingest(client, base+"/api/v1/write", ld, o.Warmup)
+	r.Ingest[ld.Proto] = ing
+	logf("%s %s: %.0f samples/s sustained, p50 %.1f ms, p99 %.1f ms, %d retries, %d failed requests %s",
+		sys.name, ld.Proto, ing.SamplesPerSec, ing.P50Ms, ing.P99Ms, ing.Retries, ing.Failed, ing.FirstError)
+	if ld.Proto != protoRW1 {
+		_, err := p.stop(5 * time.Minute)
+		return err
+	}
+	r.samplesIngested = ing.Samples
+	t0 := time.Now()
+	compactDir, err := sys.flush(client, base, dataDir)
+	if err != nil {
+		return err
+	}
+	r.FlushSec = time.Since(t0).Seconds()
+	if r.PeakRSSBytes, err = p.peakRSS(); err != nil {
+		return err
+	}
+	stopped, err := p.stop(10 * time.Minute)
+	r.StopSec = stopped.Seconds()
+	if err != nil {
+		return err
+	}
+	// Sizes per generated sample: a system that dropped samples must not
+	// look smaller for it (the correctness check reports the drop).
+	n := d.Samples()
+	if r.DataDir, err = diskResult(dataDir, func(rel string) bool { return rel == "snapshots" }, n); err != nil {
+		return err
+	}
+	if compactDir == "" {
+		r.Compacted, err = diskResult(dataDir, sys.compactSkip, n)
+	} else {
+		r.Compacted, err = diskResult(compactDir, nil, n)
+	}
+	if err != nil {
+		return err
+	}
+	logf("%s: on disk %.2f bytes/sample compacted, %.2f data dir (allocated); peak RSS %.0f MiB",
+		sys.name, r.Compacted.AllocPerSample, r.DataDir.AllocPerSample, float64(r.PeakRSSBytes)/(1<<20))
+
+	p2, base, err := sys.start(dataDir, logPath)
+	if err != nil {
+		return err
+	}
+	defer p2.kill()
+	ready, err := p2.waitReady(base+sys.readyPath, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	r.RestartSec = ready.Seconds()
+	rd := sys.reader(client, base)
+	r.Reads = plan.run(d, rd)
+	for _, q := range r.Reads {
+		logf("%s: read %s: p50 %.1f ms (%d series, %d samples) %s", sys.name, q.Query, q.P50Ms, q.Series, q.Samples, q.Err)
+	}
+	tol := 0.0
+	if sys.name == sysVM {
+		tol = o.VMTolerance
+	}
+	r.Verify = verify(d, rd, vidx, tol)
+	logf("%s: verify %d series, %d samples: %d mismatched (max relative error %.3g) %s",
+		sys.name, r.Verify.Series, r.Verify.Samples, r.Verify.Mismatches, r.Verify.MaxRelErr, r.Verify.FirstMismatch)
+	_, err = p2.stop(5 * time.Minute)
+	return err
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

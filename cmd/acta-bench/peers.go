@@ -1,0 +1,185 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// system is one storage backend under test and how to drive it.
+type system struct {
+	name   string
+	protos []string // remote-write versions it receives
+	// start runs it on a fresh loopback port with dataDir; base is its URL.
+	start     func(dataDir, logPath string) (p *proc, base string, err error)
+	readyPath string
+	// flush makes everything ingested durable and compacted the way the
+	// system's docs say, before the stop; it returns a directory holding
+	// the compacted form when that differs from the data dir (Prometheus's
+	// snapshot), or "".
+	flush func(c *http.Client, base, dataDir string) (string, error)
+	// compactSkip excludes rebuildable files from the compacted size.
+	compactSkip func(rel string) bool
+	reader      func(c *http.Client, base string) reader
+	notes       []string
+}
+
+const (
+	sysActa = "acta-remote"
+	sysProm = "prometheus"
+	sysVM   = "victoriametrics"
+)
+
+func actaSystem(bin, workDir, configFile string, gomaxprocs int) (*system, error) {
+	if configFile == "" {
+		// The bench's own defaults: the server's, except that OTLP/gRPC
+		// (a fixed port) is off so runs never collide with another server.
+		configFile = filepath.Join(workDir, "acta-remote.yaml")
+		if err := os.WriteFile(configFile, []byte("otlp:\n  grpc:\n    enabled: false\n"), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &system{
+		name:   sysActa,
+		protos: []string{protoRW1, protoRW2},
+		start: func(dataDir, logPath string) (*proc, string, error) {
+			addr, err := freeAddr()
+			if err != nil {
+				return nil, "", err
+			}
+			p, err := startProc(sysActa, bin, []string{"serve", "--config", configFile, "--listen", addr, "--data-dir", dataDir}, gomaxprocs, logPath)
+			return p, "http://" + addr, err
+		},
+		readyPath: "/-/ready",
+		// A graceful stop flushes every head buffer into the series files
+		// and syncs; there is no separate compaction step yet.
+		flush:  func(*http.Client, string, string) (string, error) { return "", nil },
+		reader: func(c *http.Client, base string) reader { return remoteReader(c, base+"/api/v1/read") },
+		notes:  []string{"config: server defaults (wal_sync: always, block_rows 4096, max_head_age 5m wall clock), OTLP/gRPC off"},
+	}, nil
+}
+
+func prometheusSystem(bin, workDir string, gomaxprocs int) (*system, error) {
+	cfg := filepath.Join(workDir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 15s\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return &system{
+		name:   sysProm,
+		protos: []string{protoRW1, protoRW2},
+		start: func(dataDir, logPath string) (*proc, string, error) {
+			addr, err := freeAddr()
+			if err != nil {
+				return nil, "", err
+			}
+			p, err := startProc(sysProm, bin, []string{
+				"--config.file=" + cfg,
+				"--storage.tsdb.path=" + dataDir,
+				"--web.listen-address=" + addr,
+				"--web.enable-remote-write-receiver",
+				"--web.remote-write-receiver.accepted-protobuf-messages=prometheus.WriteRequest",
+				"--web.remote-write-receiver.accepted-protobuf-messages=io.prometheus.write.v2.Request",
+				"--web.enable-admin-api", // for the TSDB snapshot below
+			}, gomaxprocs, logPath)
+			return p, "http://" + addr, err
+		},
+		readyPath: "/-/ready",
+		flush:     prometheusSnapshot,
+		reader:    func(c *http.Client, base string) reader { return remoteReader(c, base+"/api/v1/read") },
+		notes: []string{
+			"no out-of-order window: the data ends at the run's start time and every series arrives in order (shards kept within 10 simulated minutes), so the in-order head accepts all of it",
+			"compacted size: a TSDB snapshot with the head (POST /api/v1/admin/tsdb/snapshot), i.e. every sample as persistent blocks; the data dir also keeps the WAL and head chunks",
+		},
+	}, nil
+}
+
+// prometheusSnapshot writes the head and every block into
+// data/snapshots/<name> (head compacted into a block, other blocks
+// hard-linked), Prometheus's documented way to get its data as blocks
+// without waiting for the 2 h block cycle.
+func prometheusSnapshot(c *http.Client, base, dataDir string) (string, error) {
+	resp, err := c.Post(base+"/api/v1/admin/tsdb/snapshot?skip_head=false", "", nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var r struct {
+		Data struct{ Name string } `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &r) != nil || r.Data.Name == "" {
+		return "", fmt.Errorf("prometheus snapshot: HTTP %d: %.300s", resp.StatusCode, body)
+	}
+	return filepath.Join(dataDir, "snapshots", r.Data.Name), nil
+}
+
+func vmSystem(bin string, gomaxprocs int) *system {
+	return &system{
+		name:   sysVM,
+		protos: []string{protoRW1}, // VictoriaMetrics has no Remote-Write 2.0 receiver
+		start: func(dataDir, logPath string) (*proc, string, error) {
+			addr, err := freeAddr()
+			if err != nil {
+				return nil, "", err
+			}
+			p, err := startProc(sysVM, bin, []string{
+				"-storageDataPath=" + dataDir,
+				"-httpListenAddr=" + addr,
+				// The default retention (1 month) and -maxBackfillAge (=
+				// retention) accept the simulated hours, which end now.
+			}, gomaxprocs, logPath)
+			return p, "http://" + addr, err
+		},
+		readyPath: "/health",
+		flush:     vmForceMerge,
+		// cache/ holds rebuildable caches VictoriaMetrics writes on stop.
+		compactSkip: func(rel string) bool { return rel == "cache" },
+		reader:      func(c *http.Client, base string) reader { return vmExportReader(c, base) },
+		notes: []string{
+			"read back with /api/v1/export (JSON lines); there is no remote read",
+			"flushed with /internal/force_flush, then /internal/force_merge of all partitions, awaited until vm_active_force_merges is 0, then a graceful stop; compacted size excludes cache/",
+		},
+	}
+}
+
+// vmForceMerge flushes in-memory rows to parts and merges every partition,
+// waiting for the merge, which VictoriaMetrics runs in the background.
+func vmForceMerge(c *http.Client, base, _ string) (string, error) {
+	for _, path := range []string{"/internal/force_flush", "/internal/force_merge?partition_prefix="} {
+		resp, err := c.Get(base + path)
+		if err != nil {
+			return "", err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("victoriametrics %s: HTTP %d", path, resp.StatusCode)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Minute)
+	time.Sleep(time.Second) // the merge goroutine registers itself first
+	for time.Now().Before(deadline) {
+		resp, err := c.Get(base + "/metrics")
+		if err != nil {
+			return "", err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		active := "?"
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, "vm_active_force_merges "); ok {
+				active = v
+			}
+		}
+		if active == "0" {
+			return "", nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return "", fmt.Errorf("victoriametrics force merge still running after 15 min")
+}

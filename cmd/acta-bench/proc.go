@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// proc is one running server under test.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // from Wait, valid after done is closed
+}
+
+// startProc runs bin with args, its output appended to logPath. Every
+// system gets the same CPU budget through GOMAXPROCS: all three are Go
+// programs whose parallelism follows it.
+func startProc(name, bin string, args []string, gomaxprocs int, logPath string) (*proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(logf, "\n--- %s: %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(gomaxprocs))
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("cannot start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// waitReady polls url until it answers 200.
+func (p *proc) waitReady(url string, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	c := &http.Client{Timeout: 2 * time.Second}
+	for time.Since(start) < timeout {
+		select {
+		case <-p.done:
+			return 0, fmt.Errorf("%s exited before it was ready: %v (see its log)", p.name, p.err)
+		default:
+		}
+		if resp, err := c.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(start), nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("%s not ready at %s after %s", p.name, url, timeout)
+}
+
+// peakRSS is the process's high-water resident set (VmHWM), in bytes.
+func (p *proc) peakRSS() (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.cmd.Process.Pid)
+}
+
+// stop sends SIGTERM (every system flushes what it buffers on it) and waits;
+// after timeout it kills, and says so, because the figures that follow
+// would then not be of a clean stop.
+func (p *proc) stop(timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	select {
+	case <-p.done:
+		return 0, fmt.Errorf("%s had already exited: %v", p.name, p.err)
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return 0, err
+	}
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return time.Since(start), fmt.Errorf("%s exited with %v after SIGTERM", p.name, p.err)
+		}
+		return time.Since(start), nil
+	case <-time.After(timeout):
+		p.cmd.Process.Kill()
+		<-p.done
+		return time.Since(start), fmt.Errorf("%s did not stop within %s of SIGTERM; killed", p.name, timeout)
+	}
+}
+
+// kill ends the process without ceremony (error paths only).
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+	default:
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// diskUsage sums the files under dir as `du` does (allocated: st_blocks ×
+// 512) and as `du --apparent-size` does (st_size), counting hard-linked
+// files once (Prometheus snapshots hard-link blocks). skip(rel) prunes a
+// subtree or file by its path relative to dir.
+func diskUsage(dir string, skip func(rel string) bool) (alloc, apparent int64, err error) {
+	seen := map[uint64]bool{}
+	err = filepath.WalkDir(dir, func(path string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if rel != "." && skip != nil && skip(rel) {
+			if de.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(path, &st); err != nil {
+			return err
+		}
+		if seen[st.Ino] {
+			return nil
+		}
+		seen[st.Ino] = true
+		alloc += st.Blocks * 512
+		if !de.IsDir() {
+			apparent += st.Size
+		}
+		return nil
+	})
+	return alloc, apparent, err
+}
