@@ -23,6 +23,7 @@ type Options struct {
 	Repo         string
 	WorkDir      string // data dirs and logs
 	ActaConfig   string // optional acta-remote config file
+	ActaWorktree bool   // build acta-remote from the working tree, not HEAD
 	Keep         bool   // keep data dirs
 	Logf         func(format string, args ...any)
 }
@@ -124,12 +125,12 @@ func Run(o Options) ([]*SystemResult, *Dataset, error) {
 func makeSystem(o Options, name, binDir string) (*system, string, error) {
 	switch name {
 	case sysActa:
-		bin, err := actaBinary(o.Repo, binDir)
+		bin, version, err := actaBinary(o.Repo, binDir, o.ActaWorktree)
 		if err != nil {
 			return nil, "", err
 		}
 		s, err := actaSystem(bin, o.WorkDir, o.ActaConfig, o.GOMAXPROCS)
-		return s, "working tree", err
+		return s, version, err
 	case sysProm:
 		bin, err := prometheusBinary(o.Repo, o.Logf)
 		if err != nil {

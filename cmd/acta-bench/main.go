@@ -54,6 +54,7 @@ func run(args []string) error {
 	work := fs.String("work", "", "data dirs and logs (default: the output directory)")
 	actaCfg := fs.String("acta-config", "", "acta-remote config file (default: server defaults with OTLP/gRPC off)")
 	keep := fs.Bool("keep", false, "keep the data directories")
+	worktree := fs.Bool("acta-worktree", false, "build acta-remote from the working tree (default: the committed HEAD)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,6 +107,7 @@ func run(args []string) error {
 		Repo:         repo,
 		WorkDir:      *work,
 		ActaConfig:   *actaCfg,
+		ActaWorktree: *worktree,
 		Keep:         *keep,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
@@ -118,7 +120,7 @@ func run(args []string) error {
 			"series": *series, "duration": duration.String(), "interval": interval.String(), "jitter": jitter.String(),
 			"seed": *seed, "start_ms": *start, "batch": *batch, "concurrency": *conc, "round": roundMin.String(),
 			"restart_every": restart.String(), "gomaxprocs": *procs, "warmup": *warmup, "verify_series": *verifyN,
-			"read_reps": *reps, "vm_tolerance": *vmTol, "quick": *quick,
+			"read_reps": *reps, "vm_tolerance": *vmTol, "quick": *quick, "acta_worktree": *worktree,
 		},
 	}
 	results, _, err := Run(o)
@@ -131,6 +133,10 @@ func run(args []string) error {
 	md, merr := os.Create(filepath.Join(*out, "results.md"))
 	if merr == nil {
 		fmt.Fprintf(md, "%s, %s; %s\n\n", rep.Started, rep.Machine, describe(rep.Config))
+		for _, r := range results {
+			fmt.Fprintf(md, "- %s (%s): %s\n", r.Name, r.Version, strings.Join(r.Notes, "; "))
+		}
+		fmt.Fprintln(md)
 		writeMarkdown(md, rep)
 		md.Close()
 	}

@@ -79,17 +79,38 @@ func installBinary(root, dir, name, pkgAtVersion, ldflags string, logf func(stri
 	return bin, nil
 }
 
-// actaBinary builds ./cmd/acta-remote of this repository into dir: the
-// server is measured as it is in the working tree now.
-func actaBinary(repo, dir string) (string, error) {
+// actaBinary builds ./cmd/acta-remote into dir, from the repository's
+// committed HEAD (exported with git archive, so the figures belong to a
+// commit and a half-edited working tree can neither break nor colour them)
+// or, with worktree, from the files as they are now. It returns the binary
+// and what it was built from.
+func actaBinary(repo, dir string, worktree bool) (string, string, error) {
 	bin := filepath.Join(dir, "acta-remote")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/acta-remote")
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("cannot build acta-remote: %v\n%s", err, out)
+	src, version := repo, "working tree"
+	if !worktree {
+		out, err := exec.Command("git", "-C", repo, "rev-parse", "--short=12", "HEAD").Output()
+		if err != nil {
+			return "", "", fmt.Errorf("cannot find the HEAD commit (use --acta-worktree outside git): %v", err)
+		}
+		version = "commit " + string(bytes.TrimSpace(out))
+		src = filepath.Join(dir, "acta-remote-src")
+		os.RemoveAll(src)
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return "", "", err
+		}
+		export := exec.Command("sh", "-c", "git -C \"$1\" archive HEAD | tar -x -C \"$2\"", "sh", repo, src)
+		if out, err := export.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("cannot export HEAD: %v\n%s", err, out)
+		}
+		defer os.RemoveAll(src)
 	}
-	return bin, nil
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/acta-remote")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-buildvcs=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("cannot build acta-remote from %s: %v\n%s", version, err, out)
+	}
+	return bin, version, nil
 }
 
 // findRepo walks up from the working directory to the acta-remote module root.
