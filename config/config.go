@@ -33,6 +33,32 @@ type Config struct {
 	// OTLP is the OTLP metrics receiver's block; its keys, defaults and
 	// validation belong to package otlp.
 	OTLP otlp.Config `yaml:"otlp"`
+	// Auth and TLS guard the HTTP endpoints and the OTLP gRPC service alike.
+	Auth AuthConfig `yaml:"auth"`
+	TLS  TLSConfig  `yaml:"tls"`
+}
+
+// AuthConfig turns on client authentication; both kinds may be set (either
+// credential is then accepted). Secrets live in files, never in this config,
+// so the config can be shared and logged.
+type AuthConfig struct {
+	Basic BasicAuthConfig `yaml:"basic"`
+	// BearerTokenFile holds the token expected in "Authorization: Bearer".
+	BearerTokenFile string `yaml:"bearer_token_file"`
+}
+
+// BasicAuthConfig is HTTP basic auth: both keys or neither.
+type BasicAuthConfig struct {
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password_file"`
+}
+
+// TLSConfig serves HTTP and OTLP gRPC over TLS when CertFile and KeyFile
+// are set; ClientCAFile additionally requires client certificates (mTLS).
+type TLSConfig struct {
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
 }
 
 // LogConfig selects the slog handler.

@@ -61,6 +61,19 @@ func (c *Config) Validate() error {
 	v.rangeInt("remote_read.max_series_per_query", int64(r.MaxSeriesPerQuery), 1, 1<<40)
 	v.rangeInt("remote_read.max_concurrent", int64(r.MaxConcurrent), 1, 1<<16)
 	v.rangeInt("remote_read.max_bytes_per_frame", int64(r.MaxBytesPerFrame), 1<<10, 1<<30)
+	if (c.Auth.Basic.Username == "") != (c.Auth.Basic.PasswordFile == "") {
+		v.failf("auth.basic", "username and password_file must be set together, got username %q and password_file %q",
+			c.Auth.Basic.Username, c.Auth.Basic.PasswordFile)
+	}
+	if strings.Contains(c.Auth.Basic.Username, ":") {
+		v.failf("auth.basic.username", "must not contain ':' (basic auth separates user and password with it)")
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		v.failf("tls", "cert_file and key_file must be set together, got cert_file %q and key_file %q", c.TLS.CertFile, c.TLS.KeyFile)
+	}
+	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
+		v.failf("tls.client_ca_file", "needs tls.cert_file and tls.key_file (mutual TLS is TLS first)")
+	}
 	if err := c.OTLP.Validate(); err != nil {
 		// otlp names keys relative to its block, one problem per line.
 		for _, line := range strings.Split(err.Error(), "\n") {

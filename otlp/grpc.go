@@ -28,8 +28,9 @@ type GRPCServer struct {
 // here, not in Serve) and registers MetricsService backed by r. It returns
 // nil, nil when cfg.GRPC.Enabled is false. Messages over
 // max_decompressed_bytes (after decompression) are refused by gRPC with
-// RESOURCE_EXHAUSTED.
-func NewGRPCServer(r *Receiver) (*GRPCServer, error) {
+// RESOURCE_EXHAUSTED. opts are added to the server's own (the caller's TLS
+// credentials and auth interceptors).
+func NewGRPCServer(r *Receiver, opts ...grpc.ServerOption) (*GRPCServer, error) {
 	if !r.cfg.GRPC.Enabled {
 		return nil, nil
 	}
@@ -37,12 +38,12 @@ func NewGRPCServer(r *Receiver) (*GRPCServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otlp: cannot listen for gRPC on %s: %w", r.cfg.GRPC.ListenAddress, err)
 	}
-	srv := grpc.NewServer(
+	srv := grpc.NewServer(append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(r.cfg.MaxDecompressedBytes)),
 		// gRPC decodes a message before Export takes a request slot; capping
 		// streams per connection keeps decoded-but-waiting messages bounded too.
 		grpc.MaxConcurrentStreams(uint32(r.cfg.MaxConcurrent)),
-	)
+	}, opts...)...)
 	pmetricotlp.RegisterGRPCServer(srv, &grpcMetrics{r: r})
 	return &GRPCServer{srv: srv, lis: lis}, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/auth"
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/otlp"
 )
@@ -114,7 +119,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return errors.Join(err, closeStore())
 	}
-	grpcSrv, err := otlp.NewGRPCServer(rcv)
+	authn, tlsCfg, err := security(cfg, log)
+	if err != nil {
+		return errors.Join(err, closeStore())
+	}
+	grpcOpts := authn.GRPCOptions()
+	if tlsCfg != nil {
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	grpcSrv, err := otlp.NewGRPCServer(rcv, grpcOpts...)
 	if err != nil {
 		return errors.Join(err, closeStore())
 	}
@@ -124,7 +137,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		grpcSrv.Stop(context.Background())
 		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeStore())
 	}
-	rt := newRouter(cfg, store, rcv, log, reg)
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	rt := newRouter(cfg, store, rcv, log, reg, authn)
 	srv := &http.Server{
 		Handler:           rt,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -136,7 +152,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	// Tests and scripts parse this line for the bound port (--listen :0).
 	fmt.Printf("acta-remote listening on %s\n", ln.Addr())
-	log.Info("listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "otlp_grpc", addrString(grpcSrv.Addr()))
+	log.Info("listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "otlp_grpc", addrString(grpcSrv.Addr()),
+		"tls", tlsCfg != nil, "mtls", tlsCfg != nil && tlsCfg.ClientCAs != nil, "auth", authn.Enabled())
 
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
@@ -169,6 +186,24 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		serveErr = nil
 	}
 	return errors.Join(serveErr, closeStore())
+}
+
+// security reads the credential and certificate files the config names.
+// Both results are nil when the config turns them off.
+func security(cfg *config.Config, log *slog.Logger) (*auth.Authenticator, *tls.Config, error) {
+	authn, err := auth.New(auth.Config{
+		BasicUsername:     cfg.Auth.Basic.Username,
+		BasicPasswordFile: cfg.Auth.Basic.PasswordFile,
+		BearerTokenFile:   cfg.Auth.BearerTokenFile,
+	}, log.With("component", "auth"))
+	if err != nil {
+		return nil, nil, err
+	}
+	tlsCfg, err := auth.ServerTLS(auth.TLSConfig{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, ClientCAFile: cfg.TLS.ClientCAFile})
+	if err != nil {
+		return nil, nil, err
+	}
+	return authn, tlsCfg, nil
 }
 
 func addrString(a net.Addr) string {

@@ -53,7 +53,7 @@ func benchWrite(b *testing.B, v2 bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(newRouter(cfg, store, rcv, log, reg))
+	srv := httptest.NewServer(newRouter(cfg, store, rcv, log, reg, nil))
 	defer srv.Close()
 
 	sets := make([]labels.Labels, benchSeries)

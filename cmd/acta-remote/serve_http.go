@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/auth"
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/otlp"
 	"github.com/acta-remote/acta-remote/remoteread"
@@ -30,7 +31,9 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, log *slog.Logger, reg *prometheus.Registry) *router {
+// authn (nil: no auth) guards every route but the probes: an orchestrator
+// probes without credentials, and the probes reveal nothing but liveness.
+func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, log *slog.Logger, reg *prometheus.Registry, authn *auth.Authenticator) *router {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "acta_http_requests_total",
 		Help: "HTTP requests by handler and status code.",
@@ -41,7 +44,9 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9),
 	}, []string{"handler"})
 	reg.MustRegister(requests, duration)
+	// Auth sits inside the instrumentation so 401s are counted too.
 	instrument := func(name string, h http.Handler) http.Handler {
+		h = authn.Wrap(h)
 		h = promhttp.InstrumentHandlerDuration(duration.MustCurryWith(prometheus.Labels{"handler": name}), h)
 		return promhttp.InstrumentHandlerCounter(requests.MustCurryWith(prometheus.Labels{"handler": name}), h)
 	}
@@ -55,7 +60,8 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 	for _, p := range otlp.Paths {
 		rt.Handle(p, otlpHandler)
 	}
-	rt.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// /metrics reveals series counts and rates: guarded like the data.
+	rt.Handle("/metrics", authn.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	rt.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("acta-remote is healthy.\n"))
 	})

@@ -27,7 +27,7 @@ func TestRouter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := newRouter(cfg, store, rcv, log, reg)
+	rt := newRouter(cfg, store, rcv, log, reg, nil)
 	srv := httptest.NewServer(rt)
 	defer srv.Close()
 
