@@ -67,12 +67,8 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 		if len(ss.Samples) == 0 {
 			continue
 		}
-		ms, created, err := s.getOrCreate(ss.Labels, &canon)
+		ms, reason, err := s.getOrCreate(ss.Labels, &canon)
 		if err != nil {
-			reason := reasonInvalidSeries
-			if created == errTooMany {
-				reason = reasonTooManySeries
-			}
 			reject(len(ss.Samples), reason, err)
 			continue
 		}
@@ -203,11 +199,11 @@ func checkWithin(ok []Sample, smp Sample, inOrder bool) sampleVerdict {
 
 // getOrCreate returns the series for lset, creating it (not yet durable:
 // the batch's WAL write makes it so) when new. scratch holds the label
-// encoding between calls. created is errTooMany when
-// the series limit refused a new series.
-func (s *Store) getOrCreate(lset labels.Labels, scratch *[]byte) (*memSeries, error, error) {
+// encoding between calls. On refusal it returns the rejection reason (the
+// metric label) and an error wrapping ErrInvalidSeries or ErrTooManySeries.
+func (s *Store) getOrCreate(lset labels.Labels, scratch *[]byte) (*memSeries, string, error) {
 	if err := validateLabels(lset); err != nil {
-		return nil, nil, err
+		return nil, reasonInvalidSeries, err
 	}
 	*scratch = appendCanonicalLabels((*scratch)[:0], lset)
 	h := hashLabels(*scratch)
@@ -215,15 +211,15 @@ func (s *Store) getOrCreate(lset labels.Labels, scratch *[]byte) (*memSeries, er
 	ms := s.lookupLocked(h, lset)
 	s.mu.RUnlock()
 	if ms != nil {
-		return ms, nil, nil
+		return ms, "", nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ms := s.lookupLocked(h, lset); ms != nil {
-		return ms, nil, nil
+		return ms, "", nil
 	}
 	if s.opts.MaxSeries > 0 && len(s.byRef) >= s.opts.MaxSeries {
-		return nil, errTooMany, fmt.Errorf("%w: %d series stored, limit %d; refused %s", ErrTooManySeries, len(s.byRef), s.opts.MaxSeries, lset)
+		return nil, reasonTooManySeries, fmt.Errorf("%w: %d series stored, limit %d; refused %s", ErrTooManySeries, len(s.byRef), s.opts.MaxSeries, lset)
 	}
 	ref := s.newRefLocked(h)
 	if ref != h {
@@ -232,8 +228,5 @@ func (s *Store) getOrCreate(lset labels.Labels, scratch *[]byte) (*memSeries, er
 	// Keep our own copy: the caller may reuse the label set's memory.
 	ms = s.addSeriesLocked(ref, lset.Copy(), s.now().UnixMilli())
 	s.pending = append(s.pending, ms)
-	return ms, nil, nil
+	return ms, "", nil
 }
-
-// errTooMany tags a getOrCreate refusal by the series limit.
-var errTooMany = fmt.Errorf("too many series")
