@@ -104,6 +104,9 @@ type RemoteWriteConfig struct {
 	MaxLabelValueLength int      `yaml:"max_label_value_length"` // bytes
 	// MaxConcurrent requests decoded at once; more wait for a slot.
 	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxQueueWait: how long a request waits for a slot before it gets
+	// 429 with Retry-After (0 answers 429 at once).
+	MaxQueueWait time.Duration `yaml:"max_queue_wait"`
 }
 
 // RemoteReadConfig bounds what one remote-read request may cost.
@@ -118,6 +121,8 @@ type RemoteReadConfig struct {
 	// MaxConcurrent read requests served at once; more wait for a slot
 	// (Prometheus's --storage.remote.read-concurrent-limit).
 	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxQueueWait: how long a read waits for a slot before it gets 429.
+	MaxQueueWait time.Duration `yaml:"max_queue_wait"`
 	// MaxBytesPerFrame bounds one STREAMED_XOR_CHUNKS frame, give or take a
 	// chunk (Prometheus's --storage.remote.read-max-bytes-in-frame).
 	MaxBytesPerFrame ByteSize `yaml:"max_bytes_per_frame"`

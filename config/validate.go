@@ -50,6 +50,7 @@ func (c *Config) Validate() error {
 	v.rangeInt("remote_write.max_label_name_length", int64(w.MaxLabelNameLength), 1, 1<<20)
 	v.rangeInt("remote_write.max_label_value_length", int64(w.MaxLabelValueLength), 1, 1<<24)
 	v.rangeInt("remote_write.max_concurrent", int64(w.MaxConcurrent), 1, 1<<16)
+	v.durationRange("remote_write.max_queue_wait", w.MaxQueueWait, 0, time.Minute)
 
 	r := c.RemoteRead
 	v.rangeInt("remote_read.max_body_bytes", int64(r.MaxBodyBytes), 1<<10, 1<<30)
@@ -60,6 +61,7 @@ func (c *Config) Validate() error {
 	v.rangeInt("remote_read.max_samples_per_query", r.MaxSamplesPerQuery, 1, 1<<40)
 	v.rangeInt("remote_read.max_series_per_query", int64(r.MaxSeriesPerQuery), 1, 1<<40)
 	v.rangeInt("remote_read.max_concurrent", int64(r.MaxConcurrent), 1, 1<<16)
+	v.durationRange("remote_read.max_queue_wait", r.MaxQueueWait, 0, time.Minute)
 	v.rangeInt("remote_read.max_bytes_per_frame", int64(r.MaxBytesPerFrame), 1<<10, 1<<30)
 	if (c.Auth.Basic.Username == "") != (c.Auth.Basic.PasswordFile == "") {
 		v.failf("auth.basic", "username and password_file must be set together, got username %q and password_file %q",

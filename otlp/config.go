@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/otlptranslator"
 )
@@ -59,6 +60,10 @@ type Config struct {
 	// translated and appended at once, so memory stays bounded by about
 	// MaxConcurrent decoded requests; more wait for a slot. Default 16.
 	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxQueueWait is how long a request waits for a slot before it is
+	// refused as retryable (HTTP 429 + Retry-After, gRPC UNAVAILABLE with
+	// RetryInfo); 0 refuses at once. Default 250ms.
+	MaxQueueWait time.Duration `yaml:"max_queue_wait"`
 
 	GRPC GRPCConfig `yaml:"grpc"`
 }
@@ -84,6 +89,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:                         16 << 20,
 		MaxDecompressedBytes:                 64 << 20,
 		MaxConcurrent:                        16,
+		MaxQueueWait:                         250 * time.Millisecond,
 		GRPC: GRPCConfig{
 			Enabled:       true,
 			ListenAddress: "127.0.0.1:4317",
@@ -127,6 +133,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxDecompressedBytes <= 0 {
 		bad("max_decompressed_bytes", "must be positive, got %d", c.MaxDecompressedBytes)
+	}
+	if c.MaxQueueWait < 0 || c.MaxQueueWait > time.Minute {
+		bad("max_queue_wait", "must be between 0s and 1m, got %s", c.MaxQueueWait)
 	}
 	if c.MaxConcurrent < 1 {
 		bad("max_concurrent", "must be at least 1, got %d", c.MaxConcurrent)

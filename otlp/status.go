@@ -16,6 +16,9 @@ import (
 // Collector's exporters honour it (Retry-After on HTTP, RetryInfo on gRPC).
 const retryAfter = 5 * time.Second
 
+// errBusy: every request slot stayed taken for otlp.max_queue_wait.
+var errBusy = errors.New("otlp: too many concurrent requests")
+
 // outcome is how one store error is answered.
 type outcome int
 
@@ -40,6 +43,10 @@ func classifyStoreError(err error) (outcome, int, codes.Code) {
 		errors.Is(err, actastore.ErrDuplicateSample),
 		errors.Is(err, actastore.ErrTooManySeries):
 		return outcomeRejected, http.StatusOK, codes.OK
+	case errors.Is(err, errBusy):
+		// 429 is the OTLP/HTTP spec's "throttled, retry"; gRPC has no such
+		// code that is retryable without conditions, so UNAVAILABLE.
+		return outcomeRetry, http.StatusTooManyRequests, codes.Unavailable
 	case errors.Is(err, actastore.ErrOverloaded),
 		// A closing store is a restart or shutdown: the data is fine and a
 		// retry later (or to another replica) succeeds.

@@ -27,7 +27,10 @@ type Limits struct {
 	MaxSamplesPerQuery int64 // samples one query may return
 	MaxSeriesPerQuery  int   // series one query may return
 	MaxConcurrent      int   // requests served at once; others wait
-	MaxBytesPerFrame   int   // STREAMED_XOR_CHUNKS frame size, give or take one chunk
+	// MaxQueueWait is how long a request waits for a slot before it gets
+	// 429 with Retry-After; 0 refuses at once.
+	MaxQueueWait     time.Duration
+	MaxBytesPerFrame int // STREAMED_XOR_CHUNKS frame size, give or take one chunk
 }
 
 // Handler serves POST /api/v1/read.
@@ -57,13 +60,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	select {
-	case h.sem <- struct{}{}:
-		defer func() { <-h.sem }()
-	case <-r.Context().Done():
-		remotewrite.WriteError(w, fmt.Errorf("waiting for a remote-read slot: %w", r.Context().Err()))
+	if err := remotewrite.Acquire(r.Context(), h.sem, h.lim.MaxQueueWait, "remote_read.max_concurrent"); err != nil {
+		remotewrite.WriteError(w, err)
 		return
 	}
+	defer func() { <-h.sem }()
 
 	req, queries, err := h.decode(w, r)
 	if err != nil {

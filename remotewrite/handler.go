@@ -56,13 +56,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	select {
-	case h.sem <- struct{}{}:
-		defer func() { <-h.sem }()
-	case <-r.Context().Done():
-		WriteError(w, fmt.Errorf("waiting for a remote-write slot: %w", r.Context().Err()))
+	if err := Acquire(r.Context(), h.sem, h.lim.MaxQueueWait, "remote_write.max_concurrent"); err != nil {
+		if typ == msgV2 {
+			setWritten(w, 0)
+		}
+		WriteError(w, err)
 		return
 	}
+	defer func() { <-h.sem }()
 
 	s := getScratch()
 	defer putScratch(s)

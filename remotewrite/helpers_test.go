@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
@@ -53,6 +54,7 @@ var testLimits = Limits{
 	MaxLabelNameLength:  32,
 	MaxLabelValueLength: 64,
 	MaxConcurrent:       4,
+	MaxQueueWait:        10 * time.Second,
 }
 
 func newServer(t testing.TB, app actastore.Appender) *httptest.Server {

@@ -18,6 +18,8 @@ var (
 	ErrTooLarge = errors.New("request too large")
 	// ErrUnsupportedMedia: Content-Type or Content-Encoding not supported.
 	ErrUnsupportedMedia = errors.New("unsupported media type")
+	// ErrBusy: every request slot of the endpoint is taken; retry later.
+	ErrBusy = errors.New("too many concurrent requests")
 )
 
 // RetryAfterSeconds is sent with 429 and 503 answers. One second keeps a
@@ -45,7 +47,7 @@ func StatusOf(err error) int {
 		errors.Is(err, actastore.ErrTooManySeries),
 		errors.Is(err, actastore.ErrQueryLimit):
 		return http.StatusBadRequest
-	case errors.Is(err, actastore.ErrOverloaded):
+	case errors.Is(err, actastore.ErrOverloaded), errors.Is(err, ErrBusy):
 		return http.StatusTooManyRequests
 	case errors.Is(err, actastore.ErrClosed),
 		errors.Is(err, context.Canceled),
@@ -69,7 +71,7 @@ func reasonOf(err error) string {
 		return "duplicate"
 	case errors.Is(err, actastore.ErrTooManySeries):
 		return "too_many_series"
-	case errors.Is(err, actastore.ErrOverloaded):
+	case errors.Is(err, actastore.ErrOverloaded), errors.Is(err, ErrBusy):
 		return "overloaded"
 	default:
 		return "store_error"

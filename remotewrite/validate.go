@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -22,6 +23,9 @@ type Limits struct {
 	MaxLabelNameLength  int // bytes
 	MaxLabelValueLength int // bytes
 	MaxConcurrent       int // requests decoded at once
+	// MaxQueueWait is how long a request waits for one of the
+	// MaxConcurrent slots before it gets 429; 0 refuses at once.
+	MaxQueueWait time.Duration
 }
 
 // checkLabels validates s.pairs as one series' label set, in the rules of

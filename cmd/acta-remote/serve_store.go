@@ -46,6 +46,7 @@ func writeLimits(c config.RemoteWriteConfig) remotewrite.Limits {
 		MaxLabelNameLength:  c.MaxLabelNameLength,
 		MaxLabelValueLength: c.MaxLabelValueLength,
 		MaxConcurrent:       c.MaxConcurrent,
+		MaxQueueWait:        c.MaxQueueWait,
 	}
 }
 
@@ -56,6 +57,7 @@ func readLimits(c config.RemoteReadConfig) remoteread.Limits {
 		MaxSamplesPerQuery: c.MaxSamplesPerQuery,
 		MaxSeriesPerQuery:  c.MaxSeriesPerQuery,
 		MaxConcurrent:      c.MaxConcurrent,
+		MaxQueueWait:       c.MaxQueueWait,
 		MaxBytesPerFrame:   int(c.MaxBytesPerFrame),
 	}
 }
