@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acta-remote/acta-remote/acta"
+	"github.com/acta-remote/acta-remote/actastore/wal"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -268,10 +269,25 @@ func runCrashChild(t *testing.T, dir string, round int, d time.Duration) map[int
 // real block (of samples never sent) and cuts the file in its middle.
 func tearRandomSeriesFile(t *testing.T, dir string, r *rand.Rand) {
 	t.Helper()
+	// Only a series with samples in the WAL can be mid-append (the WAL
+	// keeps them until the file is synced), so tear one of those.
+	inWAL := map[uint64]bool{}
+	_, err := wal.Replay(filepath.Join(dir, walDirName), func(_ int, p []byte) error {
+		if p[0] == recSamples {
+			_, err := decodeSamplesRecord(p, nil, func(ref uint64, _ []Sample) error { inWAL[ref] = true; return nil })
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var files []string
 	filepath.WalkDir(filepath.Join(dir, seriesDirName), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
-			files = append(files, p)
+			if ref, _, ok := parseSeriesFileName(d.Name()); ok && inWAL[ref] {
+				files = append(files, p)
+			}
 		}
 		return nil
 	})

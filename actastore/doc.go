@@ -57,9 +57,10 @@
 // their oldest sample arrived MaxHeadAge ago; WAL segments are deleted only
 // after every sample in them is in a series file and the files are synced
 // (one syncfs on Linux). A store that was not closed cleanly has the tails
-// of its series files checked at Open: an incomplete final frame (a block
-// whose append was interrupted) is cut, and its samples come back from the
-// WAL.
+// of its series files checked at Open — only of series with samples in the
+// WAL, the only ones whose files can be mid-append: an incomplete final
+// frame (a block whose append was interrupted) is cut, and its samples come
+// back from the WAL. Only one process may open a directory (flock on LOCK).
 //
 // # Errors
 //

@@ -159,7 +159,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	files, err := s.scanSeriesFiles(!wasClean)
+	files, err := s.scanSeriesFiles()
 	if err != nil {
 		s.cat.close()
 		return nil, fmt.Errorf("open store: %w", err)
@@ -169,6 +169,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s.attachFiles(files)
+	if !wasClean {
+		if err := s.repairTornFiles(); err != nil {
+			s.cat.close()
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
 	if err := s.dedupeReplayed(); err != nil {
 		s.cat.close()
 		return nil, fmt.Errorf("open store: %w", err)
@@ -249,10 +255,9 @@ func (s *Store) newRefLocked(h uint64) uint64 {
 	}
 }
 
-// scanSeriesFiles lists series files by ref (start times ascending),
-// removes leftover temporary files, and when repair is set cuts incomplete
-// final frames (the store is the only writer of these files).
-func (s *Store) scanSeriesFiles(repair bool) (map[uint64][]int64, error) {
+// scanSeriesFiles lists series files by ref (start times ascending) and
+// removes leftover temporary files.
+func (s *Store) scanSeriesFiles() (map[uint64][]int64, error) {
 	root := filepath.Join(s.dir, seriesDirName)
 	shards, err := os.ReadDir(root)
 	if err != nil {
@@ -274,25 +279,9 @@ func (s *Store) scanSeriesFiles(repair bool) (map[uint64][]int64, error) {
 				os.Remove(filepath.Join(sdir, name))
 				continue
 			}
-			ref, start, ok := parseSeriesFileName(name)
-			if !ok {
-				continue
+			if ref, start, ok := parseSeriesFileName(name); ok {
+				files[ref] = append(files[ref], start)
 			}
-			if repair {
-				path := filepath.Join(sdir, name)
-				res, err := repairSeriesFile(path)
-				if err != nil {
-					return nil, fmt.Errorf("repair series file %s: %w", path, err)
-				}
-				switch res {
-				case repairCut:
-					s.log.Warn("cut incomplete final frame of series file", "path", path)
-				case repairRemoved:
-					s.log.Warn("removed series file interrupted while being created", "path", path)
-					continue
-				}
-			}
-			files[ref] = append(files[ref], start) // ReadDir sorts names; same ref sorts by start only per digit count
 		}
 	}
 	for ref, starts := range files {
@@ -300,6 +289,37 @@ func (s *Store) scanSeriesFiles(repair bool) (map[uint64][]int64, error) {
 		files[ref] = starts
 	}
 	return files, nil
+}
+
+// repairTornFiles cuts incomplete final frames after an unclean stop. Only
+// series with samples replayed from the WAL can have one: a block is
+// appended only while its samples are in the WAL, and the WAL lets go of
+// them only after the file is synced. So the check costs what the WAL
+// holds, not what the store holds. The store is the files' only writer.
+func (s *Store) repairTornFiles() error {
+	for _, ms := range s.ix.series {
+		if len(ms.head) == 0 || len(ms.files) == 0 {
+			continue
+		}
+		kept := ms.files[:0]
+		for _, start := range ms.files {
+			path := seriesFilePath(s.dir, ms.ref, start)
+			res, err := repairSeriesFile(path)
+			if err != nil {
+				return fmt.Errorf("repair series %016x file %s: %w", ms.ref, path, err)
+			}
+			switch res {
+			case repairCut:
+				s.log.Warn("cut incomplete final frame of series file", "path", path)
+			case repairRemoved:
+				s.log.Warn("removed series file interrupted while being created", "path", path)
+				continue
+			}
+			kept = append(kept, start)
+		}
+		ms.files = kept
+	}
+	return nil
 }
 
 // attachFiles records each series' files; files without a known series
