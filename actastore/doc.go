@@ -33,12 +33,15 @@
 //     ErrDuplicateSample. Values compare by bits: NaNs with different
 //     payloads differ, 0 and -0 differ.
 //   - A sample more than OutOfOrderWindow behind the newest sample the series
-//     accepted since start-up is rejected with ErrOutOfOrder (0: any age is
-//     accepted). Out-of-order samples are read back in timestamp order.
+//     accepted is rejected with ErrOutOfOrder (0: any age is accepted).
+//     Out-of-order samples are read back in timestamp order. "Newest" is
+//     known since start-up, across clean restarts (the flush state), and
+//     after a crash from the replayed WAL and the series files it touches.
 //   - Every float bit pattern is stored exactly, stale markers included.
 //   - Duplicates are detected against the head, the samples being flushed,
-//     and the newest flushed sample of the series since start-up. A resent
-//     sample older than that, already in the file, is not detected at append:
+//     and the newest flushed sample of the series (kept across clean
+//     restarts; after a crash, known again once the series flushes). A
+//     resent sample older than that, already in the file, is not detected:
 //     it is written again (as its own sorted block) and Select returns one
 //     sample per timestamp, the one stored first (file blocks in file order,
 //     then the head). After a restart, WAL samples already in a series file

@@ -17,6 +17,7 @@ import (
 //	                              top byte in hex, <ref> the 16-hex-digit ref,
 //	                              <start> the file's first timestamp in ms
 //	  clean                       present only after a clean Close
+//	  flushstate                  per-series newest flushed sample, valid with clean (flushstate.go)
 //	  LOCK                        flock'ed while a process has the store open
 //
 // Paths derive from the series ref only, never from label text, so any label
@@ -27,6 +28,7 @@ const (
 	seriesDirName   = "series"
 	cleanMarkerName = "clean"
 	lockFileName    = "LOCK"
+	flushStateName  = "flushstate"
 	seriesFileExt   = ".acta"
 	tmpSuffix       = ".tmp"
 )

@@ -159,6 +159,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	if wasClean {
+		if err := s.loadFlushState(); err != nil {
+			s.cat.close()
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
 	files, err := s.scanSeriesFiles()
 	if err != nil {
 		s.cat.close()
@@ -414,6 +420,11 @@ func (s *Store) Close() error {
 		}
 		if err := s.cat.close(); err != nil {
 			errs = append(errs, err)
+		}
+		if len(errs) == 0 {
+			if err := s.writeFlushState(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if len(errs) == 0 {
 			if err := os.WriteFile(filepath.Join(s.dir, cleanMarkerName), nil, 0o644); err != nil {

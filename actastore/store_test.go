@@ -477,3 +477,27 @@ func TestCatalogCompactsAcrossRestarts(t *testing.T) {
 	defer s.Close()
 	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
 }
+
+// After a clean restart the newest flushed sample and the newest timestamp
+// are known again (flush state), so a resent sample is a duplicate, a
+// changed one a conflict, and the out-of-order window still applies.
+func TestFlushStateAcrossCleanRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{OutOfOrderWindow: time.Minute}
+	s := openT(t, dir, opts)
+	lset := seriesLabels(3)
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 100_000, V: 1}, {T: 200_000, V: staleNaN}}}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, opts)
+	defer s.Close()
+	res, err := s.Append(ctx, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 200_000, V: staleNaN}, {T: 200_000, V: 5}, {T: 100_000, V: 7}}}})
+	if err != nil || res.SamplesWritten != 1 || res.SamplesRejected != 2 ||
+		!errors.Is(res.Errors[0], ErrDuplicateSample) || !errors.Is(res.Errors[1], ErrOutOfOrder) {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if st := s.Stats(); st.HeadSamples != 0 {
+		t.Fatalf("duplicate went to the head: %+v", st)
+	}
+}

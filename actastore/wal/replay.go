@@ -141,3 +141,19 @@ func truncateFile(path string, size int64) error {
 	}
 	return nil
 }
+
+// ReadFile calls fn for each record of a framed file written whole (with a
+// temporary name, synced and renamed), where any damage is an error: such a
+// file is never torn.
+func ReadFile(path string, fn func(payload []byte) error) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	off, err := scanSegment(data, fn)
+	var re *recordError
+	if errors.As(err, &re) {
+		return &CorruptionError{Dir: filepath.Dir(path), Segment: -1, Offset: off, Err: re.err}
+	}
+	return err
+}
