@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +84,40 @@ func TestHarnessQuickActaOnly(t *testing.T) {
 	}
 	if rep.Conclusion != "every system read back what was generated" {
 		t.Fatal(rep.Conclusion)
+	}
+}
+
+// The command line in quick mode, shrunk further by explicit flags (which
+// win over --quick), writes both result files with the check passed.
+func TestCommandQuickWritesResults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs acta-remote")
+	}
+	out := t.TempDir()
+	err := run([]string{"--quick", "--systems", sysActa, "--series", "200", "--duration", "15m",
+		"--rw2=false", "--verify", "3", "--out", out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Systems) != 1 || !rep.Systems[0].Verify.OK || rep.Systems[0].Verify.Samples != 3*60 {
+		t.Fatalf("results.json: %s", b)
+	}
+	if rep.Config["quick"] != true || rep.Config["series"] != float64(200) {
+		t.Fatalf("config in results.json: %v", rep.Config)
+	}
+	if _, ok := rep.Systems[0].Ingest[protoRW2]; ok {
+		t.Fatal("--rw2=false still timed RW 2.0")
+	}
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	if err != nil || !bytes.Contains(md, []byte("| Correctness (series checked, mismatched, max rel. error) | 3, 0, 0 |")) {
+		t.Fatalf("results.md (%v):\n%s", err, md)
 	}
 }

@@ -47,7 +47,7 @@ func run(args []string) error {
 	rw2 := fs.Bool("rw2", true, "also time Remote-Write 2.0 (acta-remote and Prometheus)")
 	verifyN := fs.Int("verify", 50, "random series read back and compared per system")
 	reps := fs.Int("read-reps", 10, "repetitions of each read query")
-	vmTol := fs.Float64("vm-tolerance", 1e-12, "relative tolerance for VictoriaMetrics values (it stores decimal mantissas)")
+	vmTol := fs.Float64("vm-tolerance", 1e-11, "relative tolerance for VictoriaMetrics values: it stores a decimal mantissa of 12 significant digits (lib/decimal conversionPrecision)")
 	procs := fs.Int("gomaxprocs", 2, "GOMAXPROCS of every server: the same CPU budget for each")
 	warmup := fs.Float64("warmup", 0.1, "fraction of samples left out of the sustained ingest rate")
 	out := fs.String("out", "", "output directory (default bench-results/<UTC time> in the repository)")
