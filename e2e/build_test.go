@@ -100,8 +100,9 @@ func buildPrometheus(root string) (string, error) {
 	return bin, nil
 }
 
-// buildActaRemote builds ./cmd/acta-remote of the parent module into dir.
-func buildActaRemote(t *testing.T, dir string) string {
+// buildActaRemote builds ./cmd/acta-remote of the parent module into dir,
+// with the race detector if race is set.
+func buildActaRemote(t *testing.T, dir string, race bool) string {
 	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -112,7 +113,12 @@ func buildActaRemote(t *testing.T, dir string) string {
 		t.Fatalf("the parent of e2e/ is not the acta-remote module (%v)", err)
 	}
 	bin := filepath.Join(dir, "acta-remote")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/acta-remote")
+	args := []string{"build", "-o", bin}
+	if race {
+		bin += "-race"
+		args = []string{"build", "-o", bin, "-race"}
+	}
+	cmd := exec.Command("go", append(args, "./cmd/acta-remote")...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -14,6 +14,7 @@
 //
 //	ACTA_E2E_PROMETHEUS=/path/to/prometheus  use this binary, build nothing
 //	ACTA_E2E_CACHE=/dir                      where built programs are cached (default e2e/.bin)
+//	ACTA_E2E_RACE=1                          build acta-remote with -race (needs cgo)
 //	ACTA_E2E_BACKEND=prometheus              run the same test against a Prometheus
 //	                                         remote-write receiver instead of
 //	                                         acta-remote: checks the harness itself
