@@ -8,7 +8,7 @@ BIN      ?= bin/acta-remote
 # Arguments for `make run`, e.g. make run ARGS='--config acta-remote.yml'.
 ARGS     ?=
 
-.PHONY: all build run test vet unit fuzz e2e e2e-reference clean
+.PHONY: all build run test vet unit fuzz e2e e2e-reference load clean
 
 all: build
 
@@ -32,6 +32,11 @@ fuzz:
 
 e2e:
 	cd e2e && $(GO) test -count=1 -timeout 60m -v ./...
+
+# The backpressure load test at full length: 60 s at twice the measured
+# sustainable write rate (`make unit` runs an 8 s version).
+load:
+	ACTA_LOAD_FULL=1 $(GO) test -count=1 -timeout 10m -v -run '^TestServeBackpressure$$' ./cmd/acta-remote
 
 # The same end-to-end test with a Prometheus receiver in acta-remote's place:
 # checks the harness itself (not part of `make test`).
