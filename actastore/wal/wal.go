@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -144,11 +145,14 @@ type Log struct {
 	dir     string
 	segSize int64
 
-	mu      sync.Mutex // guards the fields below and the write offset
-	f       *os.File
-	seg     int
-	off     int64
-	closed  bool
+	mu     sync.Mutex // guards the fields below and the write offset
+	f      *os.File
+	seg    int
+	off    int64
+	closed bool
+	// failed is sticky: a torn record could not be cut, so appending
+	// after it would bury it mid-segment. Every later Append returns it.
+	failed  error
 	sizeAll int64 // bytes in all live segments
 	buf     []byte
 
@@ -194,7 +198,9 @@ func (l *Log) openSegment(i int) error {
 		return fmt.Errorf("wal: create segment: %w", err)
 	}
 	if err := syncDir(l.dir); err != nil {
+		// Remove it so a retry can create it again (O_EXCL).
 		f.Close()
+		os.Remove(path)
 		return err
 	}
 	l.f, l.seg, l.off = f, i, 0
@@ -221,6 +227,9 @@ func (l *Log) Append(payloads ...[]byte) (Pos, error) {
 	if l.closed {
 		return Pos{}, ErrClosed
 	}
+	if l.failed != nil {
+		return Pos{}, l.failed
+	}
 	if l.off >= l.segSize {
 		if err := l.rotateLocked(); err != nil {
 			return Pos{}, err
@@ -234,13 +243,17 @@ func (l *Log) Append(payloads ...[]byte) (Pos, error) {
 	l.off += int64(n)
 	l.sizeAll += int64(n)
 	if err != nil {
-		// A partial write leaves a torn record in the middle of the
-		// segment; start a fresh segment so later records stay readable.
-		// The torn bytes end the old segment, where Replay treats them as
-		// corruption only if later segments follow, so cut them now.
-		_ = l.f.Truncate(l.off - int64(n))
+		// A partial write (ENOSPC half way) leaves a torn record that later
+		// records would follow, making it mid-segment corruption at replay.
+		// Cut it, and move the file offset back too: the descriptor's offset
+		// stays past the cut, and the next write would leave a hole of
+		// zeros (read back as a zero-length record) before itself.
 		l.off -= int64(n)
 		l.sizeAll -= int64(n)
+		if terr := l.cutLocked(); terr != nil {
+			l.failed = fmt.Errorf("wal: segment %08d has a torn record at offset %d that cannot be cut: %w", l.seg, l.off, terr)
+			return Pos{}, errors.Join(fmt.Errorf("wal: append to segment %08d: %w", l.seg, err), l.failed)
+		}
 		return Pos{}, fmt.Errorf("wal: append to segment %08d: %w", l.seg, err)
 	}
 	if cap(l.buf) > 4<<20 {
@@ -252,15 +265,33 @@ func (l *Log) Append(payloads ...[]byte) (Pos, error) {
 // rotateLocked syncs and closes the current segment and opens the next. The
 // old segment is synced first so "synced up to a later segment" implies every
 // earlier segment is durable.
+//
+// The next segment is created before the current one is closed: if the
+// create fails (a full disk), the log keeps appending to the current one
+// and can rotate again later, instead of holding a closed file.
 func (l *Log) rotateLocked() error {
 	if err := l.f.Sync(); err != nil {
 		return fmt.Errorf("wal: sync segment %08d: %w", l.seg, err)
 	}
-	if err := l.f.Close(); err != nil {
-		return fmt.Errorf("wal: close segment %08d: %w", l.seg, err)
+	old, seg, off := l.f, l.seg, l.off
+	if err := l.openSegment(seg + 1); err != nil {
+		return err
 	}
-	l.synced = Pos{Segment: l.seg, Offset: l.off}
-	return l.openSegment(l.seg + 1)
+	l.synced = Pos{Segment: seg, Offset: off}
+	if err := old.Close(); err != nil {
+		return fmt.Errorf("wal: close segment %08d: %w", seg, err)
+	}
+	return nil
+}
+
+// cutLocked shortens the current segment to l.off and moves the write
+// offset there.
+func (l *Log) cutLocked() error {
+	if err := l.f.Truncate(l.off); err != nil {
+		return err
+	}
+	_, err := l.f.Seek(l.off, io.SeekStart)
+	return err
 }
 
 // Sync makes every record up to pos durable. Concurrent callers share
