@@ -253,7 +253,7 @@ func TestServeBackpressure(t *testing.T) {
 			case <-time.After(200 * time.Millisecond):
 			}
 			start := time.Now()
-			n, err := bpReadSeries(p.url, "7")
+			n, err := bpReadSeries(p.url, "bp", "7")
 			if d := time.Since(start).Milliseconds(); d > readMax.Load() {
 				readMax.Store(d)
 			}
@@ -348,10 +348,11 @@ func TestServeBackpressure(t *testing.T) {
 	p.stop(t, syscall.SIGTERM)
 }
 
-// bpReadSeries reads series i over all time (streamed) and counts samples.
-func bpReadSeries(url, i string) (int, error) {
+// bpReadSeries reads series {__name__=name, i=i} over all time (streamed)
+// and counts its samples.
+func bpReadSeries(url, name, i string) (int, error) {
 	n := 0
-	err := bpRead(url, []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: "bp"},
+	err := bpRead(url, []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_EQ, Name: "__name__", Value: name},
 		{Type: prompb.LabelMatcher_EQ, Name: "i", Value: i}}, func(_ string, ts []int64, _ []float64) { n += len(ts) })
 	return n, err
 }
