@@ -40,8 +40,9 @@
 //   - Every float bit pattern is stored exactly, stale markers included.
 //   - Duplicates are detected against the head, the samples being flushed,
 //     and the newest flushed sample of the series (kept across clean
-//     restarts; after a crash, known again once the series flushes). A
-//     resent sample older than that, already in the file, is not detected:
+//     restarts; after a crash, read from the file of every series with
+//     samples in the WAL; otherwise known again once the series flushes).
+//     A resent sample older than that, already in the file, is not detected:
 //     it is written again (as its own sorted block) and Select returns one
 //     sample per timestamp, the one stored first (file blocks in file order,
 //     then the head). After a restart, WAL samples already in a series file

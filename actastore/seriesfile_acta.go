@@ -218,3 +218,43 @@ func repairSeriesFile(path string) (repairResult, error) {
 func validateSeriesFile(path string) error {
 	return acta.Validate(path, acta.ValidateFull)
 }
+
+// seriesFileNewest returns the sample with the greatest timestamp in the
+// file (the later one if a timestamp repeats), reading only the block whose
+// bounds hold it. ok is false for a file without rows.
+func seriesFileNewest(path string) (newest Sample, ok bool, err error) {
+	r, err := acta.Open(path)
+	if err != nil {
+		return Sample{}, false, err
+	}
+	defer r.Close()
+	best := -1
+	for i, bi := range r.Blocks() {
+		if bi.Rows > 0 && (best < 0 || bi.Max >= r.Blocks()[best].Max) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return Sample{}, false, nil
+	}
+	s := r.Schema()
+	ti, vi := s.Index(colTimestamp), s.Index(colValue)
+	b, err := r.ReadBlock(best)
+	if err != nil {
+		return Sample{}, false, fmt.Errorf("read block %d: %w", best, err)
+	}
+	tcol, okT := b.Columns[ti].(*acta.FixedArray[int64])
+	if !okT {
+		return Sample{}, false, fmt.Errorf("block %d: timestamp column is %T", best, b.Columns[ti])
+	}
+	vs, err := valuesAsFloat64(s.Columns[vi].Type, b.Columns[vi])
+	if err != nil {
+		return Sample{}, false, fmt.Errorf("block %d: %w", best, err)
+	}
+	for i, t := range tcol.Values {
+		if !ok || t >= newest.T {
+			newest, ok = Sample{T: t, V: vs[i]}, true
+		}
+	}
+	return newest, ok, nil
+}

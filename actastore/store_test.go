@@ -501,3 +501,29 @@ func TestFlushStateAcrossCleanRestart(t *testing.T) {
 		t.Fatalf("duplicate went to the head: %+v", st)
 	}
 }
+
+// After a crash, a series with samples in the WAL learns its newest flushed
+// sample from its file: a resent copy is a duplicate, not a second row.
+func TestNewestFlushedAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{})
+	lset := seriesLabels(4)
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 1000, V: 1}, {T: 2000, V: 2}}}})
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 3000, V: 3}}}})
+	s.abandon()
+	s = openT(t, dir, Options{})
+	defer s.Close()
+	res, err := s.Append(ctx, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 2000, V: 2}, {T: 2000, V: 9}}}})
+	if err != nil || res.SamplesWritten != 1 || res.SamplesRejected != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	w := want{}
+	w.add(lset, Sample{1000, 1}, Sample{2000, 2}, Sample{3000, 3})
+	checkWant(t, selectAll(t, s, 0, 10_000), w)
+	if st := s.Stats(); st.HeadSamples != 1 {
+		t.Fatalf("head %+v", st)
+	}
+}

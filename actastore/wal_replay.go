@@ -74,7 +74,8 @@ func (s *Store) replayWAL() error {
 // holds: they were flushed and synced, but the WAL segment holding them had
 // not been deleted yet when the process stopped. Only files of series with
 // replayed samples are read, and only the blocks overlapping the head.
-// A file sample wins over a head sample with the same timestamp.
+// A file sample wins over a head sample with the same timestamp. It also
+// learns each such series' newest flushed sample.
 func (s *Store) dedupeReplayed() error {
 	for _, ms := range s.ix.series {
 		if len(ms.head) == 0 || len(ms.files) == 0 {
@@ -90,17 +91,22 @@ func (s *Store) dedupeReplayed() error {
 						inFile[t] = struct{}{}
 					}
 				}
-				if n := len(b.ts); n > 0 {
-					last := b.ts[n-1]
-					if b.sorted && last > ms.maxT {
-						ms.maxT = last
-					}
-				}
 				return nil
 			})
 			if err != nil {
 				return fmt.Errorf("read series %016x file %s: %w", ms.ref, path, err)
 			}
+		}
+		// The newest flushed sample makes duplicate and out-of-order checks
+		// work after the crash as they did before it.
+		path := seriesFilePath(s.dir, ms.ref, ms.files[len(ms.files)-1])
+		newest, ok, err := seriesFileNewest(path)
+		if err != nil {
+			return fmt.Errorf("read series %016x file %s: %w", ms.ref, path, err)
+		}
+		if ok {
+			ms.lastFlushed, ms.hasLastFlushed = newest, true
+			ms.maxT = max(ms.maxT, newest.T)
 		}
 		if len(inFile) == 0 {
 			continue
