@@ -13,7 +13,7 @@ import (
 type Options struct {
 	Gen          GenConfig
 	Load         LoadConfig
-	Systems      []string // sysActa, sysProm, sysVM
+	Systems      []string // sysActa, sysActaLive, sysProm, sysVM
 	RW2          bool     // also time Remote-Write 2.0 where supported
 	Warmup       float64  // fraction of samples left out of the sustained rate
 	VerifySeries int
@@ -107,8 +107,9 @@ func Run(o Options) ([]*SystemResult, *Dataset, error) {
 		return nil, nil, err
 	}
 	var results []*SystemResult
+	var built actaBuild
 	for _, name := range o.Systems {
-		sys, version, err := makeSystem(o, name, binDir)
+		sys, version, err := makeSystem(o, name, binDir, &built)
 		if err != nil {
 			return results, d, err
 		}
@@ -122,15 +123,28 @@ func Run(o Options) ([]*SystemResult, *Dataset, error) {
 	return results, d, nil
 }
 
-func makeSystem(o Options, name, binDir string) (*system, string, error) {
+// actaBuild is the acta-remote binary of a run, built once for both
+// acta-remote variants.
+type actaBuild struct{ bin, version string }
+
+func makeSystem(o Options, name, binDir string, actaBuilt *actaBuild) (*system, string, error) {
 	switch name {
-	case sysActa:
-		bin, version, err := actaBinary(o.Repo, binDir, o.ActaWorktree)
-		if err != nil {
-			return nil, "", err
+	case sysActa, sysActaLive:
+		if actaBuilt.bin == "" {
+			bin, version, err := actaBinary(o.Repo, binDir, o.ActaWorktree)
+			if err != nil {
+				return nil, "", err
+			}
+			actaBuilt.bin, actaBuilt.version = bin, version
 		}
-		s, err := actaSystem(bin, o.WorkDir, o.ActaConfig, o.GOMAXPROCS)
-		return s, version, err
+		var s *system
+		var err error
+		if name == sysActa {
+			s, err = actaSystem(actaBuilt.bin, o.WorkDir, o.ActaConfig, o.GOMAXPROCS)
+		} else {
+			s, err = actaLiveSystem(actaBuilt.bin, o.WorkDir, o.Gen.Interval, o.GOMAXPROCS)
+		}
+		return s, actaBuilt.version, err
 	case sysProm:
 		bin, err := prometheusBinary(o.Repo, o.Logf)
 		if err != nil {
@@ -145,7 +159,7 @@ func makeSystem(o Options, name, binDir string) (*system, string, error) {
 		}
 		return vmSystem(bin, o.GOMAXPROCS), vmVersion, nil
 	}
-	return nil, "", fmt.Errorf("unknown system %q (want %s, %s or %s)", name, sysActa, sysProm, sysVM)
+	return nil, "", fmt.Errorf("unknown system %q (want %s, %s, %s or %s)", name, sysActa, sysActaLive, sysProm, sysVM)
 }
 
 // runSystem measures one system. RW 1.0 goes to a fresh instance that is

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// The whole harness, tiny, against acta-remote alone (no peers to build):
-// ingest with both protocols, flush, restart, read, and the correctness
+// The whole harness, tiny, against acta-remote alone (no peers to build),
+// in both configurations: ingest, flush, restart, read, and the correctness
 // check must pass.
 func TestHarnessQuickActaOnly(t *testing.T) {
 	if testing.Short() {
@@ -27,7 +27,7 @@ func TestHarnessQuickActaOnly(t *testing.T) {
 	o := Options{
 		Gen:          cfg,
 		Load:         LoadConfig{BatchSize: 1000, Shards: 2, RoundScrapes: 40},
-		Systems:      []string{sysActa},
+		Systems:      []string{sysActa, sysActaLive},
 		RW2:          true,
 		Warmup:       0.1,
 		VerifySeries: 5,
@@ -41,10 +41,22 @@ func TestHarnessQuickActaOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 1 {
-		t.Fatalf("%d results, want 1", len(results))
+	if len(results) != 2 {
+		t.Fatalf("%d results, want 2", len(results))
+	}
+	live := results[1]
+	if live.Err != "" || !live.Verify.OK || live.Verify.Samples != 5*120 {
+		t.Fatalf("%s: %s, verify %+v", live.Name, live.Err, live.Verify)
+	}
+	if _, ok := live.Ingest[protoRW2]; ok {
+		t.Fatalf("%s timed RW 2.0; it only measures disk and reads", live.Name)
 	}
 	r := results[0]
+	// 120 samples a series: one block in the default configuration, six
+	// 20-row blocks live, each with its own framing.
+	if live.Compacted.ApparentBytes <= r.Compacted.ApparentBytes {
+		t.Fatalf("20-row blocks take %d bytes, one block per series %d", live.Compacted.ApparentBytes, r.Compacted.ApparentBytes)
+	}
 	if r.Err != "" {
 		t.Fatal(r.Err)
 	}
@@ -77,7 +89,7 @@ func TestHarnessQuickActaOnly(t *testing.T) {
 	buildReport(rep, results)
 	var md bytes.Buffer
 	writeMarkdown(&md, rep)
-	for _, s := range []string{"| Metric | acta-remote |", "Ingest RW 2.0", "| Correctness (series checked, mismatched, max rel. error) | 5, 0, 0 |"} {
+	for _, s := range []string{"| Metric | acta-remote | acta-remote-live | acta-remote-live ÷ acta |", "Ingest RW 2.0", "| Correctness (series checked, mismatched, max rel. error) | 5, 0, 0 | 5, 0, 0 | |"} {
 		if !strings.Contains(md.String(), s) {
 			t.Fatalf("table lacks %q:\n%s", s, md.String())
 		}

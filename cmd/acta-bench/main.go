@@ -43,7 +43,8 @@ func run(args []string) error {
 	batch := fs.Int("batch", 2000, "samples per request (Prometheus's max_samples_per_send)")
 	conc := fs.Int("concurrency", 4, "concurrent senders (shards); a series always goes to the same one")
 	roundMin := fs.Duration("round", 10*time.Minute, "simulated time the shards may drift apart")
-	systems := fs.String("systems", strings.Join([]string{sysActa, sysProm, sysVM}, ","), "systems to run, in order")
+	systems := fs.String("systems", strings.Join([]string{sysActa, sysActaLive, sysProm, sysVM}, ","),
+		"systems to run, in order ("+sysActaLive+": acta-remote with the 20-row blocks live 15 s ingestion leaves before compaction)")
 	rw2 := fs.Bool("rw2", true, "also time Remote-Write 2.0 (acta-remote and Prometheus)")
 	verifyN := fs.Int("verify", 50, "random series read back and compared per system")
 	reps := fs.Int("read-reps", 10, "repetitions of each read query")

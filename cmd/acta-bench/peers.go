@@ -30,29 +30,57 @@ type system struct {
 }
 
 const (
-	sysActa = "acta-remote"
-	sysProm = "prometheus"
-	sysVM   = "victoriametrics"
+	sysActa     = "acta-remote"
+	sysActaLive = "acta-remote-live"
+	sysProm     = "prometheus"
+	sysVM       = "victoriametrics"
 )
 
+// actaSystem is acta-remote with configFile, or with the bench's defaults:
+// the server's, except that OTLP/gRPC (a fixed port) is off so runs never
+// collide with another server.
 func actaSystem(bin, workDir, configFile string, gomaxprocs int) (*system, error) {
+	notes := []string{"config: server defaults (wal_sync: always, block_rows 4096, max_head_age 5m wall clock), OTLP/gRPC off"}
 	if configFile == "" {
-		// The bench's own defaults: the server's, except that OTLP/gRPC
-		// (a fixed port) is off so runs never collide with another server.
 		configFile = filepath.Join(workDir, "acta-remote.yaml")
 		if err := os.WriteFile(configFile, []byte("otlp:\n  grpc:\n    enabled: false\n"), 0o644); err != nil {
 			return nil, err
 		}
+	} else {
+		notes = []string{"config: " + configFile}
 	}
+	return newActaSystem(sysActa, bin, configFile, gomaxprocs, []string{protoRW1, protoRW2}, notes), nil
+}
+
+// actaLiveSystem is acta-remote with the blocks a live Prometheus would
+// leave: fed in real time at 15 s, a series' head reaches max_head_age (5 m
+// of wall clock) at 20 samples, so each flush writes a 20-row block. A
+// replay of hours in seconds never reaches that age and writes one large
+// block per series instead, which flatters bytes/sample until sealed files
+// are compacted. Only the disk and read figures of this variant mean
+// anything: its ingest rate is that of flushing every 20 samples at replay
+// speed.
+func actaLiveSystem(bin, workDir string, interval time.Duration, gomaxprocs int) (*system, error) {
+	rows := max(1, int(5*time.Minute/interval))
+	configFile := filepath.Join(workDir, "acta-remote-live.yaml")
+	cfg := fmt.Sprintf("storage:\n  block_rows: %d\notlp:\n  grpc:\n    enabled: false\n", rows)
+	if err := os.WriteFile(configFile, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	return newActaSystem(sysActaLive, bin, configFile, gomaxprocs, []string{protoRW1},
+		[]string{fmt.Sprintf("block_rows %d: the %d-sample blocks max_head_age 5m leaves under live 15 s scrapes, before any compaction; its ingest figures are not meaningful", rows, rows)}), nil
+}
+
+func newActaSystem(name, bin, configFile string, gomaxprocs int, protos, notes []string) *system {
 	return &system{
-		name:   sysActa,
-		protos: []string{protoRW1, protoRW2},
+		name:   name,
+		protos: protos,
 		start: func(dataDir, logPath string) (*proc, string, error) {
 			addr, err := freeAddr()
 			if err != nil {
 				return nil, "", err
 			}
-			p, err := startProc(sysActa, bin, []string{"serve", "--config", configFile, "--listen", addr, "--data-dir", dataDir}, gomaxprocs, logPath)
+			p, err := startProc(name, bin, []string{"serve", "--config", configFile, "--listen", addr, "--data-dir", dataDir}, gomaxprocs, logPath)
 			return p, "http://" + addr, err
 		},
 		readyPath: "/-/ready",
@@ -60,8 +88,8 @@ func actaSystem(bin, workDir, configFile string, gomaxprocs int) (*system, error
 		// and syncs; there is no separate compaction step yet.
 		flush:  func(*http.Client, string, string) (string, error) { return "", nil },
 		reader: func(c *http.Client, base string) reader { return remoteReader(c, base+"/api/v1/read") },
-		notes:  []string{"config: server defaults (wal_sync: always, block_rows 4096, max_head_age 5m wall clock), OTLP/gRPC off"},
-	}, nil
+		notes:  notes,
+	}
 }
 
 func prometheusSystem(bin, workDir string, gomaxprocs int) (*system, error) {
