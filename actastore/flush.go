@@ -180,7 +180,9 @@ func (s *Store) writeBlocks(ms *memSeries, path string, start int64, create bool
 	return nil
 }
 
-// maybeTruncateWAL truncates when there is a closed WAL segment to delete.
+// maybeTruncateWAL truncates when there is a closed WAL segment and some
+// flush happened since the last attempt: without a flush the oldest needed
+// segment cannot have moved, and the scan pauses appends.
 func (s *Store) maybeTruncateWAL() error {
 	segs, err := wal.Segments(filepath.Join(s.dir, walDirName))
 	if err != nil {
@@ -188,6 +190,11 @@ func (s *Store) maybeTruncateWAL() error {
 	}
 	if len(segs) < 2 {
 		return nil
+	}
+	if f := s.flushes.Load(); f == s.lastTruncFlushes {
+		return nil
+	} else {
+		s.lastTruncFlushes = f
 	}
 	return s.truncateWAL()
 }

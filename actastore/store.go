@@ -59,6 +59,9 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 	truncMu   sync.Mutex // one WAL truncation at a time
+	// lastTruncFlushes is the flush count at the last truncation attempt
+	// of the flush loop (used by that goroutine only).
+	lastTruncFlushes int64
 	lock      *os.File   // flock'ed LOCK file, released by Close
 }
 
