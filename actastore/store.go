@@ -62,7 +62,7 @@ type Store struct {
 	// lastTruncFlushes is the flush count at the last truncation attempt
 	// of the flush loop (used by that goroutine only).
 	lastTruncFlushes int64
-	lock      *os.File   // flock'ed LOCK file, released by Close
+	lock             *os.File // flock'ed LOCK file, released by Close
 }
 
 // StoreStats is a snapshot of the store's state.
