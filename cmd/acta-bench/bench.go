@@ -48,17 +48,17 @@ type SystemResult struct {
 
 // DiskResult is a size on disk, allocated (du) and apparent.
 type DiskResult struct {
-	AllocBytes       int64   `json:"alloc_bytes"`
-	ApparentBytes    int64   `json:"apparent_bytes"`
-	AllocPerSample   float64 `json:"alloc_bytes_per_sample"`
-	ApparentPerSampl float64 `json:"apparent_bytes_per_sample"`
+	AllocBytes        int64   `json:"alloc_bytes"`
+	ApparentBytes     int64   `json:"apparent_bytes"`
+	AllocPerSample    float64 `json:"alloc_bytes_per_sample"`
+	ApparentPerSample float64 `json:"apparent_bytes_per_sample"`
 }
 
 func diskResult(dir string, skip func(string) bool, samples int64) (DiskResult, error) {
 	a, p, err := diskUsage(dir, skip)
 	r := DiskResult{AllocBytes: a, ApparentBytes: p}
 	if samples > 0 {
-		r.AllocPerSample, r.ApparentPerSampl = float64(a)/float64(samples), float64(p)/float64(samples)
+		r.AllocPerSample, r.ApparentPerSample = float64(a)/float64(samples), float64(p)/float64(samples)
 	}
 	return r, err
 }

@@ -68,7 +68,7 @@ func metrics(readNames []string) []metric {
 		{metricInfo{"ingest_rw2_p99_ms", "RW 2.0 request latency p99, ms", false}, ingestMetric(protoRW2, "p99")},
 		{metricInfo{"peak_rss_mib", "Peak RSS (VmHWM) while ingesting RW 1.0 + flush, MiB", false}, func(r *SystemResult) (float64, bool) { return positive(float64(r.PeakRSSBytes) / (1 << 20)) }},
 		{metricInfo{"compacted_alloc_bytes_per_sample", "Disk after flush/compaction, bytes/sample (allocated, du)", false}, func(r *SystemResult) (float64, bool) { return positive(r.Compacted.AllocPerSample) }},
-		{metricInfo{"compacted_apparent_bytes_per_sample", "Disk after flush/compaction, bytes/sample (apparent)", false}, func(r *SystemResult) (float64, bool) { return positive(r.Compacted.ApparentPerSampl) }},
+		{metricInfo{"compacted_apparent_bytes_per_sample", "Disk after flush/compaction, bytes/sample (apparent)", false}, func(r *SystemResult) (float64, bool) { return positive(r.Compacted.ApparentPerSample) }},
 		{metricInfo{"data_dir_alloc_bytes_per_sample", "Whole data dir after stop, bytes/sample (allocated)", false}, func(r *SystemResult) (float64, bool) { return positive(r.DataDir.AllocPerSample) }},
 	}
 	for i, n := range readNames {
