@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,6 +31,10 @@ type series struct {
 	labels  map[string]string
 	samples []apiSample
 }
+
+// histogramPrefix marks a native histogram sample's value: the prefix, then
+// the API's JSON for it, compacted, compared as text.
+const histogramPrefix = "histogram:"
 
 type apiSample struct {
 	t string // seconds with millisecond decimals, e.g. 1764434400.123
@@ -66,9 +71,11 @@ type apiResponse struct {
 type apiData struct {
 	ResultType string `json:"resultType"`
 	Result     []struct {
-		Metric map[string]string   `json:"metric"`
-		Value  []json.RawMessage   `json:"value"`  // vector: [t, "v"]
-		Values [][]json.RawMessage `json:"values"` // matrix: [[t, "v"], ...]
+		Metric     map[string]string   `json:"metric"`
+		Value      []json.RawMessage   `json:"value"`      // vector: [t, "v"]
+		Values     [][]json.RawMessage `json:"values"`     // matrix: [[t, "v"], ...]
+		Histogram  []json.RawMessage   `json:"histogram"`  // vector: [t, {count, sum, buckets}]
+		Histograms [][]json.RawMessage `json:"histograms"` // matrix: [[t, {...}], ...]
 	} `json:"result"`
 }
 
@@ -115,9 +122,15 @@ func (a promAPI) get(ctx context.Context, path string, params url.Values) ([]ser
 		if s.labels == nil {
 			s.labels = map[string]string{}
 		}
-		pairs := res.Values
+		pairs, hpairs := res.Values, res.Histograms
 		if d.ResultType == "vector" {
-			pairs = [][]json.RawMessage{res.Value}
+			pairs, hpairs = nil, nil
+			if res.Value != nil {
+				pairs = [][]json.RawMessage{res.Value}
+			}
+			if res.Histogram != nil {
+				hpairs = [][]json.RawMessage{res.Histogram}
+			}
 		}
 		for _, p := range pairs {
 			var v string // values are JSON strings: "1.5", "NaN", "+Inf"
@@ -125,6 +138,22 @@ func (a promAPI) get(ctx context.Context, path string, params url.Values) ([]ser
 				return nil, fmt.Errorf("%s %s: malformed sample %s", a.name, params.Get("query"), p)
 			}
 			s.samples = append(s.samples, apiSample{t: string(p[0]), v: v})
+		}
+		for _, p := range hpairs {
+			var h bytes.Buffer
+			if len(p) != 2 || json.Compact(&h, p[1]) != nil {
+				return nil, fmt.Errorf("%s %s: malformed histogram sample %s", a.name, params.Get("query"), p)
+			}
+			s.samples = append(s.samples, apiSample{t: string(p[0]), v: histogramPrefix + h.String()})
+		}
+		if len(pairs) > 0 && len(hpairs) > 0 {
+			// A series that changed between float and histogram samples: the
+			// API lists the two kinds apart; put them back in time order.
+			sort.SliceStable(s.samples, func(i, j int) bool {
+				ti, _ := strconv.ParseFloat(s.samples[i].t, 64)
+				tj, _ := strconv.ParseFloat(s.samples[j].t, 64)
+				return ti < tj
+			})
 		}
 		out = append(out, s)
 	}

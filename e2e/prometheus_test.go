@@ -125,21 +125,145 @@ func TestPrometheusRemoteWriteAndRead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-Prometheus end-to-end test; not run with -short")
 	}
-	ctx := context.Background()
+	r := startRig(t, "prometheus-writer.yml")
+
+	t.Run("write 30s then read", func(t *testing.T) {
+		r.hold(t, r.start.Add(33*time.Second))
+		// A few seconds behind now, so every scrape up to end is in the TSDB.
+		r.checkpoint(t, time.Now().Add(-3*time.Second).Truncate(time.Second), 60*time.Second)
+		checkNoFailedSends(t, r.prom1.base)
+	})
+
+	t.Run("SIGKILL while Prometheus writes, restart", func(t *testing.T) {
+		if err := r.be.proc.stop(syscall.SIGKILL, 10*time.Second); err == nil {
+			t.Fatalf("%s exited 0 on SIGKILL?", r.be.name)
+		}
+		// Prometheus gets connection errors now and retries (they are recoverable).
+		hold(t, time.Now().Add(2*time.Second), r.p1, r.p2)
+		r.be.start(t)
+		r.hold(t, time.Now().Add(12*time.Second))
+		// Backoff after the failed sends is at most max_backoff (5 s).
+		r.checkpoint(t, time.Now().Add(-3*time.Second).Truncate(time.Second), 60*time.Second)
+		checkNoFailedSends(t, r.prom1.base)
+	})
+
+	t.Run("graceful stop, restart, read again", func(t *testing.T) {
+		want := r.checkpoint(t, time.Now().Add(-2*time.Second).Truncate(time.Second), 60*time.Second)
+		checkNoFailedSends(t, r.prom1.base)
+		logBackendCounters(t, "http://"+r.be.addr)
+		r.stopWriterAndBackend(t)
+		r.be.start(t)
+		compareEventually(t, 20*time.Second, want.start, want.end, func() []string { return compareOnce(r.prom2, want) })
+		// Everything the backend holds, for the disk-use figure below.
+		stored := 0
+		if res, err := r.prom2.query(context.Background(), r.rawAll(time.Now()), time.Now()); err != nil {
+			t.Error(err)
+		} else {
+			stored = countSamples(res)
+		}
+		if err := r.p2.stop(syscall.SIGTERM, time.Minute); err != nil {
+			t.Errorf("prometheus#2 on SIGTERM: %v", err)
+		}
+		if err := r.be.proc.stop(syscall.SIGTERM, time.Minute); err != nil {
+			t.Errorf("%s on SIGTERM: %v, want exit 0", r.be.name, err)
+		}
+		checkLog(t, r.be.logPath)
+		if r.be.validate != nil {
+			r.be.validate(t)
+		}
+		logDiskUse(t, r.be.dataDir, stored)
+	})
+}
+
+// TestPrometheusNativeHistograms has Prometheus scrape and remote-write native
+// histograms (both protocols) next to floats. Whatever the backend does with
+// histograms, it must accept the requests: the float series must arrive
+// complete and exact, and Prometheus must count no failed float samples (a
+// 4xx for a request would drop its floats too). Histogram series the backend
+// does return must equal Prometheus's own; it may return none.
+func TestPrometheusNativeHistograms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-Prometheus end-to-end test; not run with -short")
+	}
+	r := startRig(t, "prometheus-writer-native-histograms.yml")
+	r.hold(t, r.start.Add(20*time.Second))
+	end := time.Now().Add(-3 * time.Second).Truncate(time.Second)
+	waitSent(t, r.prom1.base, end, 90*time.Second)
+	want, err := r.prom1.query(context.Background(), r.rawAll(end), end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floats, hists := splitHistogramSeries(want)
+	t.Logf("prometheus#1 has %d float series and %d native histogram series", len(floats), len(hists))
+	if len(hists) == 0 || len(floats) == 0 {
+		t.Fatal("prometheus#1 scraped no native histograms or no floats: this test would prove nothing")
+	}
+	returned := map[string]int{}
+	compareEventually(t, 60*time.Second, r.start, end, func() []string {
+		var problems []string
+		for _, q := range rwQueues {
+			got, err := r.prom2.query(context.Background(), selector(`rw="`+q.rw+`"`)(`__name__=~".+"`)+r.rawRange(end), end)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("rw=%s: %v", q.rw, err))
+				continue
+			}
+			gotFloats, gotHists := splitHistogramSeries(got)
+			for _, d := range diffSeries(floats, gotFloats, "rw", q.rw, 5) {
+				problems = append(problems, fmt.Sprintf("rw=%s float series: %s", q.rw, d))
+			}
+			// Only the histogram series the backend returned are compared.
+			wantReturned := keepSeries(hists, gotHists, "rw")
+			for _, d := range diffSeries(wantReturned, gotHists, "rw", q.rw, 5) {
+				problems = append(problems, fmt.Sprintf("rw=%s histogram series: %s", q.rw, d))
+			}
+			returned[q.rw] = len(gotHists)
+		}
+		return problems
+	})
+	t.Logf("histogram series returned by %s: %v of %d", r.be.name, returned, len(hists))
+	checkNoFailedSends(t, r.prom1.base)
+	for _, q := range rwQueues {
+		sent, _ := scrapeMetric(context.Background(), r.prom1.base, "prometheus_remote_storage_histograms_total", `remote_name="`+q.name+`"`)
+		failed, _ := scrapeMetric(context.Background(), r.prom1.base, "prometheus_remote_storage_histograms_failed_total", `remote_name="`+q.name+`"`)
+		t.Logf("%s: histograms sent %v, failed %v", q.name, sent, failed)
+	}
+	logBackendCounters(t, "http://"+r.be.addr)
+	r.stopWriterAndBackend(t)
+	checkLog(t, r.be.logPath)
+	if r.be.validate != nil {
+		r.be.validate(t)
+	}
+}
+
+// rig is a backend, Prometheus #1 writing to it and Prometheus #2 reading
+// from it, all on loopback, all stopped when the test ends.
+type rig struct {
+	be           *backend
+	prom1, prom2 promAPI
+	p1, p2       *process
+	// start is just before Prometheus #1 started, in whole seconds so that
+	// the 1 s step of range queries lands on one grid for both servers.
+	start time.Time
+}
+
+// startRig starts the backend, then Prometheus #2 (reader) and Prometheus #1
+// with testdata/writerTemplate.
+func startRig(t *testing.T, writerTemplate string) *rig {
+	t.Helper()
 	tmp := t.TempDir()
 	promBin := prometheusBinary(t)
 
 	addrs := distinctAddrs(t, 3)
-	be := newBackend(t, tmp, addrs[0])
-	be.owner = t
-	prom1 := promAPI{name: "prometheus#1 (own TSDB)", base: "http://" + addrs[1]}
-	prom2 := promAPI{name: "prometheus#2 (remote read from " + be.name + ")", base: "http://" + addrs[2]}
+	r := &rig{be: newBackend(t, tmp, addrs[0])}
+	r.be.owner = t
+	r.prom1 = promAPI{name: "prometheus#1 (own TSDB)", base: "http://" + addrs[1]}
+	r.prom2 = promAPI{name: "prometheus#2 (remote read from " + r.be.name + ")", base: "http://" + addrs[2]}
 
-	vars := map[string]string{"PrometheusAddr": addrs[1], "ActaRemoteAddr": be.addr}
-	writerCfg := renderConfig(t, "prometheus-writer.yml", filepath.Join(tmp, "prometheus-writer.yml"), vars)
+	vars := map[string]string{"PrometheusAddr": addrs[1], "ActaRemoteAddr": r.be.addr}
+	writerCfg := renderConfig(t, writerTemplate, filepath.Join(tmp, writerTemplate), vars)
 	readerCfg := renderConfig(t, "prometheus-reader.yml", filepath.Join(tmp, "prometheus-reader.yml"), vars)
 
-	be.start(t)
+	r.be.start(t)
 	startPrometheus := func(name, cfg, addr string) *process {
 		p := startProcess(t, t, name, filepath.Join(tmp, name+".log"), promBin,
 			"--config.file="+cfg,
@@ -151,88 +275,106 @@ func TestPrometheusRemoteWriteAndRead(t *testing.T) {
 		waitReady(t, p, "http://"+addr+"/-/ready", 2*time.Minute)
 		return p
 	}
-	p2 := startPrometheus("prometheus2", readerCfg, addrs[2])
-	// Whole seconds, so the 1 s step of range queries lands on the same grid.
-	start := time.Now().Truncate(time.Second)
-	p1 := startPrometheus("prometheus1", writerCfg, addrs[1])
-	t.Logf("%s on %s (data %s), prometheus#1 on %s, prometheus#2 on %s", be.name, be.addr, be.dataDir, addrs[1], addrs[2])
+	r.p2 = startPrometheus("prometheus2", readerCfg, addrs[2])
+	r.start = time.Now().Truncate(time.Second)
+	r.p1 = startPrometheus("prometheus1", writerCfg, addrs[1])
+	t.Logf("%s on %s (data %s), prometheus#1 on %s, prometheus#2 on %s", r.be.name, r.be.addr, r.be.dataDir, addrs[1], addrs[2])
+	return r
+}
 
-	// checkpoint waits until both queues of #1 have sent past end, then asks
-	// #1 for the expected answers, and compares #2's answers for each rw label,
-	// retrying for up to patience because remote write is asynchronous.
-	checkpoint := func(t *testing.T, end time.Time, patience time.Duration) answers {
-		t.Helper()
-		waitSent(t, prom1.base, end, 90*time.Second)
-		want, err := ask(ctx, prom1, start, end, selector())
-		if err != nil {
-			t.Fatal(err)
+// hold waits until deadline, failing early if any process of the rig exits.
+func (r *rig) hold(t *testing.T, deadline time.Time) {
+	t.Helper()
+	hold(t, deadline, r.be.proc, r.p1, r.p2)
+}
+
+// rawRange is a range selector suffix reaching from before the first scrape
+// to end; as an instant query at end it returns every stored sample.
+func (r *rig) rawRange(end time.Time) string {
+	return fmt.Sprintf("[%dms]", (end.Sub(r.start) + time.Minute).Milliseconds())
+}
+
+func (r *rig) rawAll(end time.Time) string {
+	return selector()(`__name__=~".+"`) + r.rawRange(end)
+}
+
+// checkpoint waits until both queues of #1 have sent past end, then asks #1
+// for the expected answers, and compares #2's answers for each rw label,
+// retrying for up to patience because remote write is asynchronous.
+func (r *rig) checkpoint(t *testing.T, end time.Time, patience time.Duration) answers {
+	t.Helper()
+	waitSent(t, r.prom1.base, end, 90*time.Second)
+	want, err := ask(context.Background(), r.prom1, r.start, end, selector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The writer's own answers must not be empty, or the comparison proves nothing.
+	for i, c := range checks {
+		if len(want.results[i]) == 0 {
+			t.Fatalf("prometheus#1 has no result for %q over [%s, %s]", c.name, r.start, end)
 		}
-		// The writer's own answers must not be empty, or the comparison proves nothing.
-		for i, c := range checks {
-			if len(want.results[i]) == 0 {
-				t.Fatalf("prometheus#1 has no result for %q over [%s, %s]", c.name, start, end)
+	}
+	raw := want.results[0]
+	t.Logf("range [%s, %s]: prometheus#1 has %d series, %d raw samples", r.start.UTC().Format(time.TimeOnly), end.UTC().Format(time.TimeOnly), len(raw), countSamples(raw))
+	compareEventually(t, patience, r.start, end, func() []string { return compareOnce(r.prom2, want) })
+	return want
+}
+
+// stopWriterAndBackend stops Prometheus #1, then the backend, each with
+// SIGTERM, and requires both to exit 0. Prometheus goes first: stopping it
+// flushes its queues to the backend, and the other way round it would wait
+// out its flush deadline on exit.
+func (r *rig) stopWriterAndBackend(t *testing.T) {
+	t.Helper()
+	if err := r.p1.stop(syscall.SIGTERM, time.Minute); err != nil {
+		t.Errorf("prometheus#1 on SIGTERM: %v", err)
+	}
+	if err := r.be.proc.stop(syscall.SIGTERM, time.Minute); err != nil {
+		t.Errorf("%s on SIGTERM: %v, want exit 0", r.be.name, err)
+	}
+}
+
+// splitHistogramSeries separates series holding native histogram samples.
+func splitHistogramSeries(ss []series) (floats, hists []series) {
+	for _, s := range ss {
+		if hasHistogram(s) {
+			hists = append(hists, s)
+		} else {
+			floats = append(floats, s)
+		}
+	}
+	return floats, hists
+}
+
+func hasHistogram(s series) bool {
+	for _, smp := range s.samples {
+		if strings.HasPrefix(smp.v, histogramPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// keepSeries returns the series of want whose label set, without dropLabel,
+// is among those of got.
+func keepSeries(want, got []series, dropLabel string) []series {
+	keys := map[string]bool{}
+	for _, s := range got {
+		ls := map[string]string{}
+		for k, v := range s.labels {
+			if k != dropLabel {
+				ls[k] = v
 			}
 		}
-		raw := want.results[0]
-		t.Logf("range [%s, %s]: prometheus#1 has %d series, %d raw samples", start.UTC().Format(time.TimeOnly), end.UTC().Format(time.TimeOnly), len(raw), countSamples(raw))
-		compareEventually(t, prom2, want, patience)
-		return want
+		keys[labelsString(ls)] = true
 	}
-
-	t.Run("write 30s then read", func(t *testing.T) {
-		hold(t, start.Add(33*time.Second), be.proc, p1, p2)
-		// A few seconds behind now, so every scrape up to end is in the TSDB.
-		checkpoint(t, time.Now().Add(-3*time.Second).Truncate(time.Second), 60*time.Second)
-		checkNoFailedSends(t, prom1.base)
-	})
-
-	t.Run("SIGKILL while Prometheus writes, restart", func(t *testing.T) {
-		if err := be.proc.stop(syscall.SIGKILL, 10*time.Second); err == nil {
-			t.Fatalf("%s exited 0 on SIGKILL?", be.name)
+	var out []series
+	for _, s := range want {
+		if keys[labelsString(s.labels)] {
+			out = append(out, s)
 		}
-		// Prometheus gets connection errors now and retries (they are recoverable).
-		hold(t, time.Now().Add(2*time.Second), p1, p2)
-		be.start(t)
-		hold(t, time.Now().Add(12*time.Second), be.proc, p1, p2)
-		// Backoff after the failed sends is at most max_backoff (5 s).
-		checkpoint(t, time.Now().Add(-3*time.Second).Truncate(time.Second), 60*time.Second)
-		checkNoFailedSends(t, prom1.base)
-	})
-
-	t.Run("graceful stop, restart, read again", func(t *testing.T) {
-		want := checkpoint(t, time.Now().Add(-2*time.Second).Truncate(time.Second), 60*time.Second)
-		checkNoFailedSends(t, prom1.base)
-		logBackendCounters(t, "http://"+be.addr)
-		// Prometheus first: stopping it flushes its queues to the backend, and
-		// the other way round it would wait out its flush deadline on exit.
-		if err := p1.stop(syscall.SIGTERM, time.Minute); err != nil {
-			t.Errorf("prometheus#1 on SIGTERM: %v", err)
-		}
-		if err := be.proc.stop(syscall.SIGTERM, time.Minute); err != nil {
-			t.Errorf("%s on SIGTERM: %v, want exit 0", be.name, err)
-		}
-		be.start(t)
-		compareEventually(t, prom2, want, 20*time.Second)
-		// Everything the backend holds, for the disk-use figure below.
-		stored := 0
-		window := time.Since(start) + time.Minute
-		if res, err := prom2.query(ctx, fmt.Sprintf(`{__name__=~".+"}[%dms]`, window.Milliseconds()), time.Now()); err != nil {
-			t.Error(err)
-		} else {
-			stored = countSamples(res)
-		}
-		if err := p2.stop(syscall.SIGTERM, time.Minute); err != nil {
-			t.Errorf("prometheus#2 on SIGTERM: %v", err)
-		}
-		if err := be.proc.stop(syscall.SIGTERM, time.Minute); err != nil {
-			t.Errorf("%s on SIGTERM: %v, want exit 0", be.name, err)
-		}
-		checkLog(t, be.logPath)
-		if be.validate != nil {
-			be.validate(t)
-		}
-		logDiskUse(t, be.dataDir, stored)
-	})
+	}
+	return out
 }
 
 // newBackend sets up acta-remote, or with ACTA_E2E_BACKEND=prometheus a third
@@ -393,13 +535,13 @@ func checkNoFailedSends(t *testing.T, base string) {
 	}
 }
 
-// compareEventually asks prom2 the checks for each rw label until its answers
-// equal want or patience runs out, then reports the last differences.
-func compareEventually(t *testing.T, prom2 promAPI, want answers, patience time.Duration) {
+// compareEventually runs compare until it reports no problems or patience
+// runs out, then reports the last problems: remote write is asynchronous.
+func compareEventually(t *testing.T, patience time.Duration, start, end time.Time, compare func() []string) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for attempt := 1; ; attempt++ {
-		problems := compareOnce(prom2, want)
+		problems := compare()
 		if len(problems) == 0 {
 			if attempt > 1 {
 				t.Logf("prometheus#2 agreed with prometheus#1 after %d attempts", attempt)
@@ -408,13 +550,15 @@ func compareEventually(t *testing.T, prom2 promAPI, want answers, patience time.
 		}
 		if time.Now().After(deadline) {
 			t.Errorf("prometheus#2 (remote read) disagrees with prometheus#1 over [%s, %s] after %d attempts in %s:\n%s",
-				want.start.UTC().Format(time.TimeOnly), want.end.UTC().Format(time.TimeOnly), attempt, patience, strings.Join(problems, "\n"))
+				start.UTC().Format(time.TimeOnly), end.UTC().Format(time.TimeOnly), attempt, patience, strings.Join(problems, "\n"))
 			return
 		}
 		time.Sleep(2 * time.Second)
 	}
 }
 
+// compareOnce asks prom2 the checks for each rw label and lists how its
+// answers differ from want.
 func compareOnce(prom2 promAPI, want answers) []string {
 	var problems []string
 	for _, q := range rwQueues {
