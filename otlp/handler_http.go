@@ -39,6 +39,8 @@ func (r *Receiver) RegisterRoutes(router *mux.Router) {
 //	405 not POST; 415 other content types or encodings (text/plain)
 //	413 google.rpc.Status: body over max_body_bytes, or decompressed body
 //	    over max_decompressed_bytes
+//	429 google.rpc.Status + Retry-After: every request slot stayed busy
+//	    for max_queue_wait
 //	503 google.rpc.Status + Retry-After: store overloaded or closing
 //	500 google.rpc.Status: store failure
 func (r *Receiver) Handler() http.Handler {
