@@ -89,6 +89,10 @@ type StorageConfig struct {
 	ZstdLevel      int   `yaml:"zstd_level"`
 	// MaxSeries is the cardinality limit; 0 means unlimited.
 	MaxSeries int `yaml:"max_series"`
+	// MemoryBudget (0: none) caps what the limits may add up to: half for
+	// the head (MaxHeadSamples is lowered to fit), half for requests in
+	// flight (Validate refuses max_concurrent x body sizes above it).
+	MemoryBudget ByteSize `yaml:"memory_budget"`
 }
 
 // RemoteWriteConfig bounds what one remote-write request may cost.

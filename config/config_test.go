@@ -111,6 +111,7 @@ func TestLoadBad(t *testing.T) {
 	f("bad_auth_basic.yaml", "auth.basic:", `username and password_file must be set together, got username "prometheus" and password_file ""`)
 	f("bad_tls_half.yaml", "tls:", "cert_file and key_file must be set together")
 	f("bad_tls_client_ca.yaml", "tls.client_ca_file:", "needs tls.cert_file and tls.key_file")
+	f("bad_memory_budget.yaml", "storage.memory_budget:", "requests in flight may hold 12457082880 bytes (remote_write 64 x (33554432 + 134217728)")
 }
 
 func TestParseByteSize(t *testing.T) {
@@ -133,5 +134,31 @@ func TestParseByteSize(t *testing.T) {
 	f("9999999999GiB", 0, false)
 	if s := ByteSize(32 << 20).String(); s != "32MiB" {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+func TestMemoryBudget(t *testing.T) {
+	c, err := Parse([]byte(`
+storage:
+  memory_budget: 256MiB
+  max_head_samples: 20000000
+remote_write: {max_concurrent: 4, max_body_bytes: 1MiB, max_decoded_bytes: 4MiB}
+remote_read: {max_concurrent: 2, max_body_bytes: 1MiB, max_decoded_bytes: 4MiB}
+otlp: {max_concurrent: 2, max_body_bytes: 4MiB, max_decompressed_bytes: 16MiB}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half of 256 MiB at 32 bytes a sample, below the configured 20 million.
+	if got := c.MaxHeadSamples(); got != 128<<20/32 {
+		t.Errorf("MaxHeadSamples() = %d, want %d", got, 128<<20/32)
+	}
+	c.Storage.MaxHeadSamples = 1000
+	if got := c.MaxHeadSamples(); got != 1000 {
+		t.Errorf("a lower max_head_samples must win: %d", got)
+	}
+	c.Storage.MemoryBudget = 0
+	if got := c.MaxHeadSamples(); got != 1000 {
+		t.Errorf("no budget: %d", got)
 	}
 }

@@ -39,6 +39,13 @@ func (c *Config) Validate() error {
 	v.rangeInt("storage.zstd_level", int64(s.ZstdLevel), 1, 22)
 	v.rangeInt("storage.max_series", int64(s.MaxSeries), 0, 1<<40)
 
+	if b := int64(s.MemoryBudget); b != 0 {
+		v.rangeInt("storage.memory_budget", b, 64<<20, 1<<50)
+		if req, how := c.requestBytes(); b >= 64<<20 && req > b/2 {
+			v.failf("storage.memory_budget", "requests in flight may hold %d bytes (%s), more than half the budget %d; lower max_concurrent or the body limits, or raise the budget", req, how, b)
+		}
+	}
+
 	w := c.RemoteWrite
 	v.rangeInt("remote_write.max_body_bytes", int64(w.MaxBodyBytes), 1<<10, 1<<30)
 	v.rangeInt("remote_write.max_decoded_bytes", int64(w.MaxDecodedBytes), 1<<10, 4<<30)

@@ -24,31 +24,38 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/acta-remote/acta-remote/config"
 )
 
-// bpConfig is the server under backpressure. The memory it may use is
-// bounded by configuration alone: at most max_concurrent decoded requests
-// (body + decoded cap each), a head of at most max_head_samples unflushed
-// samples, and the open-writer LRU. bpRSSBudget is what those bounds add up
-// to with the Go runtime's overhead, generously: the test fails if the
-// process ever exceeds it (peak RSS, the kernel's VmHWM).
+// bpConfig is the server under backpressure. Its memory is bounded by
+// configuration alone, and storage.memory_budget says by how much: config
+// validation refuses request limits that could hold more than half of it,
+// and the head gets at most the other half. The test fails if the process
+// ever exceeds the budget (peak RSS, the kernel's VmHWM).
 const bpConfig = `
 storage:
   block_rows: 1024
   max_head_age: 2s
   max_head_samples: 2000000
   max_open_files: 256
+  memory_budget: 384MiB
 remote_write:
   max_body_bytes: 1MiB
   max_decoded_bytes: 4MiB
   max_concurrent: 4
   max_queue_wait: 100ms
+remote_read:
+  max_body_bytes: 1MiB
+  max_decoded_bytes: 4MiB
+  max_concurrent: 2
 otlp:
+  max_body_bytes: 4MiB
+  max_decompressed_bytes: 16MiB
+  max_concurrent: 2
   grpc:
     enabled: false
 `
-
-const bpRSSBudget = 384 << 20
 
 const (
 	bpSeries  = 1000 // series per request (one sample each, as a Prometheus shard sends)
@@ -152,6 +159,11 @@ func TestServeBackpressure(t *testing.T) {
 	if os.Getenv("ACTA_LOAD_FULL") != "" {
 		measure, overload = 10*time.Second, 60*time.Second
 	}
+	parsed, err := config.Parse([]byte(bpConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bpRSSBudget := int64(parsed.Storage.MemoryBudget)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "acta.yaml")
@@ -309,7 +321,8 @@ func TestServeBackpressure(t *testing.T) {
 	t.Logf("overload for %s: offered %.0f samples/s (%d requests, %d not sent: client in-flight cap), accepted %.0f samples/s (%d requests), 429s %d by limit %v, all codes so far %v",
 		elapsed.Round(time.Millisecond), float64(offeredReqs*bpSeries)/elapsed.Seconds(), offeredReqs, skipped,
 		float64(accepted*bpSeries)/elapsed.Seconds(), accepted, got429, whyCopy, codesCopy)
-	t.Logf("memory: peak RSS sampled %.1f MiB, VmHWM %.1f MiB, budget %d MiB", float64(peakRSS.Load())/(1<<20), float64(hwm)/(1<<20), bpRSSBudget>>20)
+	t.Logf("memory: peak RSS sampled %.1f MiB, VmHWM %.1f MiB, storage.memory_budget %d MiB (head limit %d samples)",
+		float64(peakRSS.Load())/(1<<20), float64(hwm)/(1<<20), bpRSSBudget>>20, parsed.MaxHeadSamples())
 	t.Logf("reads under load: %d ok, %d failed, slowest %d ms", readsOK.Load(), readsBad.Load(), readMax.Load())
 
 	if got429 == 0 {
@@ -319,7 +332,7 @@ func TestServeBackpressure(t *testing.T) {
 		t.Errorf("%d requests failed with 5xx or a transport error under overload", got5xx)
 	}
 	if hwm > bpRSSBudget {
-		t.Errorf("peak RSS %d MiB exceeds the budget %d MiB", hwm>>20, bpRSSBudget>>20)
+		t.Errorf("peak RSS %d MiB exceeds storage.memory_budget %d MiB", hwm>>20, bpRSSBudget>>20)
 	}
 	if readsOK.Load() == 0 || readsBad.Load() > 0 {
 		t.Errorf("reads under load: %d ok, %d failed", readsOK.Load(), readsBad.Load())

@@ -26,7 +26,7 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 		BlockRows:        s.BlockRows,
 		MaxHeadAge:       s.MaxHeadAge,
 		OutOfOrderWindow: s.OutOfOrderWindow,
-		MaxHeadSamples:   s.MaxHeadSamples,
+		MaxHeadSamples:   cfg.MaxHeadSamples(),
 		MaxOpenFiles:     s.MaxOpenFiles,
 		MaxSeries:        s.MaxSeries,
 		MaxQuerySeries:   cfg.RemoteRead.MaxSeriesPerQuery,
