@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/prometheus/common/model"
+
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/acta-remote/acta-remote/actastore"
@@ -89,26 +91,36 @@ func parseSample(b []byte) (actastore.Sample, error) {
 	return s, nil
 }
 
-// endSeries turns the series just decoded (s.pairs and the samples from lo)
-// into a batch entry, or records why it is rejected.
-func (h *Handler) endSeries(s *scratch, idx, lo, histograms, exemplars int) {
-	n := len(s.samples) - lo
+// endSeries turns the series just decoded (s.pairs, the samples from lo,
+// histograms from hlo, exemplars from elo, its 2.0 metadata) into batch
+// entries, or records why it is rejected.
+func (h *Handler) endSeries(s *scratch, idx, lo, hlo, elo int, md *actastore.Metadata) {
+	n, nh, ne := len(s.samples)-lo, len(s.hists)-hlo, len(s.exs)-elo
 	s.stats.samples += n
-	s.stats.histograms += histograms
-	s.stats.exemplars += exemplars
+	s.stats.histograms += nh
+	s.stats.exemplars += ne
 	if err := h.checkLabels(s, idx); err != nil {
-		s.samples = s.samples[:lo]
+		s.samples, s.hists, s.exs = s.samples[:lo], s.hists[:hlo], s.exs[:elo]
+		s.stats.rejectedHistograms += nh
 		s.reject(n, err)
 		return
 	}
-	if n == 0 {
-		if histograms == 0 && exemplars == 0 {
-			s.reject(0, fmt.Errorf("%w: series %d (%s) has no samples", ErrBadRequest, idx, describe(s.pairs)))
-		}
+	if n == 0 && nh == 0 && ne == 0 && md == nil {
+		s.reject(0, fmt.Errorf("%w: series %d (%s) has no samples", ErrBadRequest, idx, describe(s.pairs)))
 		return
 	}
-	s.batch = append(s.batch, actastore.SeriesSamples{Labels: labelsOf(s)})
-	s.spans = append(s.spans, span{lo, len(s.samples)})
+	lset := labelsOf(s)
+	if n > 0 {
+		s.batch = append(s.batch, actastore.SeriesSamples{Labels: lset})
+		s.spans = append(s.spans, span{lo, len(s.samples)})
+	}
+	if nh > 0 || ne > 0 {
+		s.extras = append(s.extras, actastore.SeriesExtras{Labels: lset})
+		s.xspans = append(s.xspans, xspan{hlo, len(s.hists), elo, len(s.exs)})
+	}
+	if md != nil {
+		s.meta = append(s.meta, actastore.NamedMetadata{Name: lset.Get(model.MetricNameLabel), Metadata: *md})
+	}
 }
 
 func (h *Handler) countSeries(s *scratch) (int, error) {

@@ -7,7 +7,7 @@ import (
 )
 
 // decodeV1 decodes a Remote-Write 1.0 prometheus.WriteRequest:
-// field 1 repeated TimeSeries, field 3 repeated MetricMetadata (ignored).
+// field 1 repeated TimeSeries, field 3 repeated MetricMetadata.
 // A malformed message fails the whole request; an invalid series is
 // rejected alone.
 func (h *Handler) decodeV1(s *scratch, b []byte) error {
@@ -30,7 +30,17 @@ func (h *Handler) decodeV1(s *scratch, b []byte) error {
 				return malformed(fmt.Sprintf("timeseries %d", idx), err)
 			}
 		case 3:
+			if err := f.want(protowire.BytesType); err != nil {
+				return malformed("WriteRequest", err)
+			}
+			md, err := parseMetadataV1(f.b)
+			if err != nil {
+				return malformed(fmt.Sprintf("metadata %d", s.stats.metadata), err)
+			}
 			s.stats.metadata++
+			if md.Name != "" {
+				s.meta = append(s.meta, md)
+			}
 		}
 	}
 	return nil
@@ -39,8 +49,7 @@ func (h *Handler) decodeV1(s *scratch, b []byte) error {
 // seriesV1 decodes a TimeSeries: 1 Label, 2 Sample, 3 Exemplar, 4 Histogram.
 func (h *Handler) seriesV1(s *scratch, idx int, b []byte) error {
 	s.pairs = s.pairs[:0]
-	lo := len(s.samples)
-	var histograms, exemplars int
+	lo, hlo, elo := len(s.samples), len(s.hists), len(s.exs)
 	for len(b) > 0 {
 		f, rest, err := next(b)
 		if err != nil {
@@ -67,12 +76,26 @@ func (h *Handler) seriesV1(s *scratch, idx int, b []byte) error {
 			}
 			s.samples = append(s.samples, smp)
 		case 3:
-			exemplars++
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
+			}
+			e, err := s.parseExemplarV1(f.b)
+			if err != nil {
+				return fmt.Errorf("exemplar %d: %w", len(s.exs)-elo, err)
+			}
+			s.exs = append(s.exs, e)
 		case 4:
-			histograms++
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
+			}
+			hs, err := parseHistogramV1(f.b)
+			if err != nil {
+				return fmt.Errorf("histogram %d: %w", len(s.hists)-hlo, err)
+			}
+			s.hists = append(s.hists, hs)
 		}
 	}
-	h.endSeries(s, idx, lo, histograms, exemplars)
+	h.endSeries(s, idx, lo, hlo, elo, nil)
 	return nil
 }
 

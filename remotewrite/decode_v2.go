@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/acta-remote/acta-remote/actastore"
 )
 
 // decodeV2 decodes a Remote-Write 2.0 io.prometheus.write.v2.Request:
@@ -49,8 +51,9 @@ func (h *Handler) decodeV2(s *scratch, b []byte) error {
 // reject the series (Remote-Write 2.0 spec: the receiver cannot resolve it).
 func (h *Handler) seriesV2(s *scratch, idx int, b []byte) error {
 	s.pairs = s.pairs[:0]
-	lo := len(s.samples)
-	var histograms, exemplars, nrefs int
+	lo, hlo, elo := len(s.samples), len(s.hists), len(s.exs)
+	var nrefs int
+	var md *actastore.Metadata
 	var refErr error
 	addRef := func(ref uint64) {
 		if refErr != nil {
@@ -101,16 +104,40 @@ func (h *Handler) seriesV2(s *scratch, idx int, b []byte) error {
 			}
 			s.samples = append(s.samples, smp)
 		case 3:
-			histograms++
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
+			}
+			hs, err := parseHistogramV2(f.b)
+			if err != nil {
+				return fmt.Errorf("histogram %d: %w", len(s.hists)-hlo, err)
+			}
+			s.hists = append(s.hists, hs)
 		case 4:
-			exemplars++
+			if err := f.want(protowire.BytesType); err != nil {
+				return err
+			}
+			e, err := s.parseExemplarV2(f.b)
+			if err != nil {
+				if refErr == nil {
+					refErr = fmt.Errorf("%w: series %d: %v", ErrBadRequest, idx, err)
+				}
+				continue
+			}
+			s.exs = append(s.exs, e)
 		case 5:
 			if err := f.want(protowire.BytesType); err != nil {
 				return err
 			}
 			s.stats.metadata++
-			if err := checkMetadataRefs(f.b, len(s.symbols)); err != nil && refErr == nil {
-				refErr = fmt.Errorf("%w: series %d: metadata: %v", ErrBadRequest, idx, err)
+			m, ok, err := s.parseMetadataV2(f.b)
+			if err != nil {
+				if refErr == nil {
+					refErr = fmt.Errorf("%w: series %d: metadata: %v", ErrBadRequest, idx, err)
+				}
+				continue
+			}
+			if ok {
+				md = &m
 			}
 		}
 	}
@@ -118,30 +145,15 @@ func (h *Handler) seriesV2(s *scratch, idx int, b []byte) error {
 		refErr = fmt.Errorf("%w: series %d: labels_refs has odd length %d", ErrBadRequest, idx, nrefs)
 	}
 	if refErr != nil {
-		n := len(s.samples) - lo
-		s.samples = s.samples[:lo]
+		n, nh, ne := len(s.samples)-lo, len(s.hists)-hlo, len(s.exs)-elo
+		s.samples, s.hists, s.exs = s.samples[:lo], s.hists[:hlo], s.exs[:elo]
 		s.stats.samples += n
-		s.stats.histograms += histograms
-		s.stats.exemplars += exemplars
+		s.stats.histograms += nh
+		s.stats.exemplars += ne
+		s.stats.rejectedHistograms += nh
 		s.reject(n, refErr)
 		return nil
 	}
-	h.endSeries(s, idx, lo, histograms, exemplars)
-	return nil
-}
-
-// checkMetadataRefs range-checks Metadata's help_ref (3) and unit_ref (4).
-// The metadata itself is not stored yet.
-func checkMetadataRefs(b []byte, nsym int) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
-		if (f.num == 3 || f.num == 4) && f.typ == protowire.VarintType && f.v >= uint64(nsym) {
-			return fmt.Errorf("field %d ref %d out of range, request has %d symbols", f.num, f.v, nsym)
-		}
-	}
+	h.endSeries(s, idx, lo, hlo, elo, md)
 	return nil
 }

@@ -51,14 +51,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	typ, err := negotiate(r.Header)
 	if err != nil {
 		if typ == msgV2 {
-			setWritten(w, 0)
+			setWritten(w, 0, 0, 0)
 		}
 		WriteError(w, err)
 		return
 	}
 	if err := Acquire(r.Context(), h.sem, h.lim.MaxQueueWait, "remote_write.max_concurrent"); err != nil {
 		if typ == msgV2 {
-			setWritten(w, 0)
+			setWritten(w, 0, 0, 0)
 		}
 		WriteError(w, err)
 		return
@@ -118,10 +118,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if len(s.extras) > 0 || len(s.meta) > 0 {
+		if err := h.appendExtras(r.Context(), s); err != nil {
+			h.fail(w, typ, s, err)
+			return
+		}
+	}
 	h.account(s)
 
 	if typ == msgV2 {
-		setWritten(w, s.stats.samplesWritten)
+		setWritten(w, s.stats.samplesWritten, s.stats.histogramsWritten, s.stats.exemplarsWritten)
 	}
 	if s.nerrs == 0 {
 		w.WriteHeader(http.StatusNoContent)
@@ -137,6 +143,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := fmt.Sprintf("%d of %d samples rejected (%d problems); stored %d samples of %d valid series: %s",
 		s.stats.rejectedSamples, s.stats.samples, s.nerrs, s.stats.samplesWritten, len(s.batch), joinErrs(s.errs, s.nerrs))
+	if s.stats.histograms > 0 || s.stats.exemplars > 0 {
+		msg = fmt.Sprintf("%d of %d histograms rejected; stored %d histograms, %d exemplars; %s",
+			s.stats.rejectedHistograms, s.stats.histograms, s.stats.histogramsWritten, s.stats.exemplarsWritten, msg)
+	}
 	h.logRejection(code, msg)
 	http.Error(w, msg, code)
 }
@@ -157,7 +167,7 @@ func (h *Handler) logRejection(code int, msg string) {
 // fail answers a request of which nothing was stored.
 func (h *Handler) fail(w http.ResponseWriter, typ msgType, s *scratch, err error) {
 	if typ == msgV2 {
-		setWritten(w, 0)
+		setWritten(w, 0, 0, 0)
 	}
 	if code := StatusOf(err); code >= 500 {
 		h.log.Error("remote write failed", "status", code, "err", err)
@@ -167,13 +177,12 @@ func (h *Handler) fail(w http.ResponseWriter, typ msgType, s *scratch, err error
 	WriteError(w, err)
 }
 
-// setWritten sets the Remote-Write 2.0 response headers. Histograms and
-// exemplars are never stored yet, so they are always reported as 0 written,
+// setWritten sets the Remote-Write 2.0 response headers: what was stored,
 // which tells a 2.0 sender exactly what was dropped.
-func setWritten(w http.ResponseWriter, samples int) {
+func setWritten(w http.ResponseWriter, samples, histograms, exemplars int) {
 	w.Header().Set(headerSamplesWritten, strconv.Itoa(samples))
-	w.Header().Set(headerHistogramsWritten, "0")
-	w.Header().Set(headerExemplarsWritten, "0")
+	w.Header().Set(headerHistogramsWritten, strconv.Itoa(histograms))
+	w.Header().Set(headerExemplarsWritten, strconv.Itoa(exemplars))
 }
 
 func (h *Handler) account(s *scratch) {
@@ -184,15 +193,8 @@ func (h *Handler) account(s *scratch) {
 	for reason, n := range s.events {
 		h.m.seriesRejected.WithLabelValues(reason).Add(float64(n))
 	}
-	if s.stats.histograms > 0 {
-		h.m.notStored.WithLabelValues("histogram").Add(float64(s.stats.histograms))
-	}
-	if s.stats.exemplars > 0 {
-		h.m.notStored.WithLabelValues("exemplar").Add(float64(s.stats.exemplars))
-	}
-	if s.stats.metadata > 0 {
-		h.m.notStored.WithLabelValues("metadata").Add(float64(s.stats.metadata))
-	}
+	h.m.histogramsWritten.Add(float64(s.stats.histogramsWritten))
+	h.m.exemplarsWritten.Add(float64(s.stats.exemplarsWritten))
 }
 
 func joinErrs(errs []error, total int) string {

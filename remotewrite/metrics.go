@@ -5,12 +5,13 @@ import (
 )
 
 type metrics struct {
-	samplesWritten  prometheus.Counter
-	seriesAppended  prometheus.Counter
-	samplesRejected *prometheus.CounterVec // by reason
-	seriesRejected  *prometheus.CounterVec // by reason
-	notStored       *prometheus.CounterVec // by kind: histogram, exemplar, metadata
-	requests        *prometheus.CounterVec // by protocol version
+	samplesWritten                      prometheus.Counter
+	histogramsWritten, exemplarsWritten prometheus.Counter
+	seriesAppended                      prometheus.Counter
+	samplesRejected                     *prometheus.CounterVec // by reason
+	seriesRejected                      *prometheus.CounterVec // by reason
+	notStored                           *prometheus.CounterVec // by kind: histogram, exemplar, metadata
+	requests                            *prometheus.CounterVec // by protocol version
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -18,6 +19,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		samplesWritten: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_remote_write_samples_written_total",
 			Help: "Float samples acknowledged to remote-write senders.",
+		}),
+		histogramsWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_remote_write_histograms_written_total",
+			Help: "Native histogram samples acknowledged to remote-write senders.",
+		}),
+		exemplarsWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_remote_write_exemplars_written_total",
+			Help: "Exemplars acknowledged to remote-write senders.",
 		}),
 		seriesAppended: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_remote_write_series_appended_total",
@@ -33,7 +42,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"reason"}),
 		notStored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_unsupported_total",
-			Help: "Items accepted but not stored because the store does not support them yet, by kind.",
+			Help: "Items accepted but not stored because the store behind the receiver does not support them, by kind (histogram, exemplar, metadata).",
 		}, []string{"kind"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_requests_by_version_total",
@@ -41,7 +50,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"version"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.samplesWritten, m.seriesAppended, m.samplesRejected, m.seriesRejected, m.notStored, m.requests)
+		reg.MustRegister(m.samplesWritten, m.histogramsWritten, m.exemplarsWritten, m.seriesAppended, m.samplesRejected, m.seriesRejected, m.notStored, m.requests)
 	}
 	return m
 }

@@ -17,8 +17,14 @@ type scratch struct {
 	batch   []actastore.SeriesSamples
 	samples []actastore.Sample // arena; batch[i].Samples are slices of it
 	spans   []span             // batch[i]'s range in samples, fixed after decoding
-	pairs   []pair             // the series being decoded, names/values alias dec
-	symbols []string           // Remote-Write 2.0 symbols, alias dec
+
+	extras  []actastore.SeriesExtras
+	hists   []actastore.HistogramSample // arena; extras[i].Histograms are slices of it
+	exs     []actastore.Exemplar        // arena; extras[i].Exemplars are slices of it
+	xspans  []xspan                     // extras[i]'s ranges in hists and exs
+	meta    []actastore.NamedMetadata
+	pairs   []pair   // the series being decoded, names/values alias dec
+	symbols []string // Remote-Write 2.0 symbols, alias dec
 	sb      labels.ScratchBuilder
 
 	stats  stats
@@ -30,13 +36,16 @@ type scratch struct {
 
 type span struct{ lo, hi int }
 
+type xspan struct{ hlo, hhi, elo, ehi int }
+
 type pair struct{ name, value string }
 
 // stats is what one request carried and what became of it.
 type stats struct {
 	series, samples, histograms, exemplars, metadata int
-	rejectedSamples                                  int
-	samplesWritten                                   int
+	rejectedSamples, rejectedHistograms              int
+	samplesWritten, histogramsWritten                int
+	exemplarsWritten                                 int
 }
 
 // maxErrors bounds the rejection messages kept per request: the answer
@@ -59,6 +68,15 @@ func putScratch(s *scratch) {
 	s.batch = s.batch[:0]
 	s.samples = s.samples[:0]
 	s.spans = s.spans[:0]
+	clear(s.extras)
+	s.extras = s.extras[:0]
+	clear(s.hists)
+	s.hists = s.hists[:0]
+	clear(s.exs)
+	s.exs = s.exs[:0]
+	s.xspans = s.xspans[:0]
+	clear(s.meta)
+	s.meta = s.meta[:0]
 	s.pairs = s.pairs[:0]
 	clear(s.symbols)
 	s.symbols = s.symbols[:0]
@@ -101,5 +119,9 @@ func str(b []byte) string {
 func (s *scratch) finish() {
 	for i, sp := range s.spans {
 		s.batch[i].Samples = s.samples[sp.lo:sp.hi:sp.hi]
+	}
+	for i, sp := range s.xspans {
+		s.extras[i].Histograms = s.hists[sp.hlo:sp.hhi:sp.hhi]
+		s.extras[i].Exemplars = s.exs[sp.elo:sp.ehi:sp.ehi]
 	}
 }

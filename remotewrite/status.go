@@ -40,6 +40,7 @@ func StatusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrBadRequest),
 		errors.Is(err, actastore.ErrInvalidSeries),
+		errors.Is(err, actastore.ErrInvalidHistogram),
 		errors.Is(err, actastore.ErrOutOfOrder),
 		errors.Is(err, actastore.ErrDuplicateSample),
 		// Retrying cannot help until an operator raises the limit, and a
@@ -65,6 +66,8 @@ func reasonOf(err error) string {
 		return "limit"
 	case errors.Is(err, ErrBadRequest), errors.Is(err, actastore.ErrInvalidSeries):
 		return "invalid_series"
+	case errors.Is(err, actastore.ErrInvalidHistogram):
+		return "invalid_histogram"
 	case errors.Is(err, actastore.ErrOutOfOrder):
 		return "out_of_order"
 	case errors.Is(err, actastore.ErrDuplicateSample):
