@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -132,5 +133,26 @@ func TestDiskFull(t *testing.T) {
 			}
 			t.Logf("%d appends failed with ENOSPC; %d acknowledged records replayed", failures, len(acked))
 		})
+	}
+}
+
+// A failed fsync is not retried over: every later append is refused, since
+// the kernel may have dropped the unsynced pages and a later fsync would
+// succeed over the gap.
+func TestSyncFailureIsSticky(t *testing.T) {
+	l, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, err := l.Append([]byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.f.Close() // the next fsync fails, as on an I/O error
+	if err := l.Sync(pos); err == nil {
+		t.Fatal("sync of a closed segment succeeded")
+	}
+	if _, err := l.Append([]byte("b")); err == nil || !strings.Contains(err.Error(), "appends refused since") {
+		t.Fatalf("append after a failed fsync: %v, want the sticky error", err)
 	}
 }

@@ -271,7 +271,9 @@ func (l *Log) Append(payloads ...[]byte) (Pos, error) {
 // and can rotate again later, instead of holding a closed file.
 func (l *Log) rotateLocked() error {
 	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("wal: sync segment %08d: %w", l.seg, err)
+		// Sticky for the reason Sync gives.
+		l.failed = fmt.Errorf("wal: sync segment %08d: %w (appends refused since: a failed fsync may have lost unsynced records)", l.seg, err)
+		return l.failed
 	}
 	old, seg, off := l.f, l.seg, l.off
 	if err := l.openSegment(seg + 1); err != nil {
@@ -322,7 +324,18 @@ func (l *Log) Sync(pos Pos) error {
 		if covered {
 			return nil
 		}
-		return fmt.Errorf("wal: sync segment %08d: %w", end.Segment, err)
+		// After a failed fsync the kernel may have dropped the dirty pages
+		// and marked them clean, so a later fsync would succeed over a hole
+		// in the log and acknowledge records that follow lost ones. Refuse
+		// every later append instead (until a restart replays what is
+		// really on disk).
+		serr := fmt.Errorf("wal: sync segment %08d: %w", end.Segment, err)
+		l.mu.Lock()
+		if l.failed == nil {
+			l.failed = fmt.Errorf("%w (appends refused since: a failed fsync may have lost unsynced records)", serr)
+		}
+		l.mu.Unlock()
+		return serr
 	}
 	l.mu.Lock()
 	if l.synced.Less(end) {
