@@ -1,0 +1,275 @@
+package actastore
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/acta-remote/acta-remote/acta"
+	"github.com/acta-remote/acta-remote/actastore/wal"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// ReadOnly is a view of a store directory for tools (acta-remote query and
+// tail) while a server may have it open: it takes no lock and writes
+// nothing. It sees what the files hold, never the server's head, and it
+// knows a series as soon as its definition is in the WAL or the catalog.
+//
+// The series files may change under it: blocks appended, a new file per
+// time range (rotation), a file replaced by rename (compaction) or removed
+// (retention). Reads of a file that disappears are retried from a fresh
+// listing.
+type ReadOnly struct {
+	dir     string
+	catalog *wal.Follower
+	wal     *wal.Follower
+	ix      *index
+	byRef   map[uint64]*memSeries
+	// walNewest is the newest timestamp of each series in the WAL records
+	// read so far: samples the server acknowledged, flushed or not.
+	walNewest map[uint64]int64
+	scratch   []Sample
+	lb        labels.ScratchBuilder
+}
+
+// SeriesInfo is one series of a ReadOnly view.
+type SeriesInfo struct {
+	Ref     uint64
+	Labels  labels.Labels
+	Created int64 // ms, when the server first saw it
+}
+
+// SeriesFile is one file of a series and its time range.
+type SeriesFile struct {
+	Path       string
+	Start      int64 // from the name: the first timestamp written to it
+	MinT, MaxT int64 // over its committed blocks; meaningless when Rows is 0
+	Rows       int
+}
+
+// OpenReadOnly reads the series definitions of the store in dir.
+func OpenReadOnly(dir string) (*ReadOnly, error) {
+	if _, err := os.Stat(filepath.Join(dir, seriesDirName)); err != nil {
+		return nil, fmt.Errorf("%s is not an acta-remote data directory: %w", dir, err)
+	}
+	r := &ReadOnly{
+		dir:       dir,
+		catalog:   wal.NewFollower(filepath.Join(dir, catalogDirName)),
+		wal:       wal.NewFollower(filepath.Join(dir, walDirName)),
+		ix:        newIndex(),
+		byRef:     make(map[uint64]*memSeries),
+		walNewest: make(map[uint64]int64),
+	}
+	if _, err := r.Reload(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reload reads the series defined since the last call and returns how many
+// are new. The WAL is read before the catalog: the server copies a series
+// to the catalog before it deletes the WAL segment defining it, so a series
+// missed in a segment deleted meanwhile is found in the catalog after.
+func (r *ReadOnly) Reload() (int, error) {
+	before := len(r.ix.series)
+	err := r.wal.Read(func(_ int, p []byte) error {
+		switch p[0] {
+		case recSeries:
+			return decodeSeriesRecord(&r.lb, p, r.add)
+		case recSamples:
+			var err error
+			r.scratch, err = decodeSamplesRecord(p, r.scratch, func(ref uint64, ss []Sample) error {
+				for _, s := range ss {
+					if t, ok := r.walNewest[ref]; !ok || s.T > t {
+						r.walNewest[ref] = s.T
+					}
+				}
+				return nil
+			})
+			return err
+		}
+		return nil // a record type from a newer server: not ours to judge
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read WAL of %s: %w", r.dir, err)
+	}
+	err = r.catalog.Read(func(seg int, p []byte) error {
+		if p[0] != recSeries {
+			return fmt.Errorf("catalog segment %08d: unexpected record type %d", seg, p[0])
+		}
+		return decodeSeriesRecord(&r.lb, p, r.add)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read catalog of %s: %w", r.dir, err)
+	}
+	return len(r.ix.series) - before, nil
+}
+
+func (r *ReadOnly) add(s seriesRec) error {
+	if r.byRef[s.Ref] != nil {
+		return nil
+	}
+	ms := newMemSeries(s.Ref, s.Labels, s.Created)
+	r.byRef[s.Ref] = ms
+	r.ix.add(ms)
+	return nil
+}
+
+// Series returns the series matching every matcher (Prometheus semantics),
+// sorted by labels.
+func (r *ReadOnly) Series(ms ...*labels.Matcher) []SeriesInfo {
+	ids := r.ix.selectIDs(ms)
+	out := make([]SeriesInfo, len(ids))
+	for i, id := range ids {
+		s := r.ix.series[id]
+		out[i] = SeriesInfo{Ref: s.ref, Labels: s.lset, Created: s.created}
+	}
+	slices.SortFunc(out, func(a, b SeriesInfo) int { return labels.Compare(a.Labels, b.Labels) })
+	return out
+}
+
+// NewestInWAL is the newest timestamp of ref in the WAL as last read: the
+// server acknowledged it, but it may still be in its head only.
+func (r *ReadOnly) NewestInWAL(ref uint64) (int64, bool) {
+	t, ok := r.walNewest[ref]
+	return t, ok
+}
+
+// Files lists ref's files now, by start time, with the time range of their
+// committed blocks (read from the frame headers, nothing is decoded). A file
+// still being created, or removed while listed, is left out.
+func (r *ReadOnly) Files(ref uint64) ([]SeriesFile, error) {
+	sdir := filepath.Join(r.dir, seriesDirName, shardName(ref))
+	ents, err := os.ReadDir(sdir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []SeriesFile
+	for _, e := range ents {
+		fref, start, ok := parseSeriesFileName(e.Name())
+		if !ok || fref != ref {
+			continue
+		}
+		f := SeriesFile{Path: filepath.Join(sdir, e.Name()), Start: start}
+		rd, err := OpenSeriesFile(f.Path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		if rd == nil {
+			continue
+		}
+		for _, b := range rd.Blocks() {
+			if b.Rows == 0 {
+				continue
+			}
+			if f.Rows == 0 || b.Min < f.MinT {
+				f.MinT = b.Min
+			}
+			if f.Rows == 0 || b.Max > f.MaxT {
+				f.MaxT = b.Max
+			}
+			f.Rows += b.Rows
+		}
+		rd.Close()
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b SeriesFile) int { return cmp.Compare(a.Start, b.Start) })
+	return out, nil
+}
+
+// OpenSeriesFile opens a series file for reading. It returns nil, nil for a
+// file whose prologue or schema is not complete yet: the server is creating
+// it, and it holds no block.
+func OpenSeriesFile(path string) (*acta.Reader, error) {
+	rd, err := acta.Open(path)
+	if err == nil || !errors.Is(err, acta.ErrCorrupt) {
+		return rd, err
+	}
+	if plan, perr := acta.InspectRecovery(path); perr == nil && plan.SchemaIncomplete {
+		return nil, nil
+	}
+	return nil, err
+}
+
+// BatchSamples returns the samples of a batch read from a series file with
+// every column (a Scan or Tail without projection), values as float64
+// bit-exactly whatever the file's value type.
+func BatchSamples(s *acta.Schema, b *acta.Batch) ([]Sample, error) {
+	ti, vi := s.Index(colTimestamp), s.Index(colValue)
+	if ti < 0 || vi < 0 || len(b.Columns) != len(s.Columns) {
+		return nil, fmt.Errorf("not a series file batch (columns %q and %q needed)", colTimestamp, colValue)
+	}
+	tcol, ok := b.Columns[ti].(*acta.FixedArray[int64])
+	if !ok {
+		return nil, fmt.Errorf("timestamp column is %T", b.Columns[ti])
+	}
+	vs, err := valuesAsFloat64(s.Columns[vi].Type, b.Columns[vi])
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) != len(tcol.Values) {
+		return nil, fmt.Errorf("%d timestamps, %d values", len(tcol.Values), len(vs))
+	}
+	out := make([]Sample, len(vs))
+	for i, t := range tcol.Values {
+		out[i] = Sample{T: t, V: vs[i]}
+	}
+	return out, nil
+}
+
+// Samples returns ref's samples in [mint, maxt] from its files, merged as
+// Select merges them (sorted, one sample per timestamp, the one stored first
+// wins). When a listed file disappears during the read (compaction merged
+// it, retention removed it) the read starts again from a fresh listing.
+func (r *ReadOnly) Samples(ref uint64, mint, maxt int64) ([]Sample, error) {
+	const attempts = 5
+	var err error
+	for range attempts {
+		var smps []Sample
+		if smps, err = r.readFiles(ref, mint, maxt); !errors.Is(err, os.ErrNotExist) {
+			return smps, err
+		}
+	}
+	return nil, fmt.Errorf("series %016x: files kept changing during %d reads: %w", ref, attempts, err)
+}
+
+func (r *ReadOnly) readFiles(ref uint64, mint, maxt int64) ([]Sample, error) {
+	files, err := r.Files(ref)
+	if err != nil {
+		return nil, err
+	}
+	var runs [][]Sample
+	for _, f := range files {
+		if f.Rows == 0 || f.MaxT < mint || f.MinT > maxt {
+			continue
+		}
+		err := readSeriesFile(f.Path, mint, maxt, func(b block) error {
+			run := make([]Sample, 0, len(b.ts))
+			for i, t := range b.ts {
+				if t >= mint && t <= maxt {
+					run = append(run, Sample{T: t, V: b.vs[i]})
+				}
+			}
+			if !b.sorted {
+				slices.SortStableFunc(run, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
+			}
+			if len(run) > 0 {
+				runs = append(runs, run)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read series %016x file %s: %w", ref, f.Path, err)
+		}
+	}
+	return mergeRuns(runs), nil
+}

@@ -1,0 +1,87 @@
+package actastore
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/acta-remote/acta-remote/actastore/wal"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// TestReadOnlyWhileOpen reads a store another Store has open: series known
+// only from the WAL are found, samples are those of the files (Select minus
+// the head), and nothing in the directory changes, not even a torn WAL tail.
+func TestReadOnlyWhileOpen(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{BlockRows: 1000})
+	defer s.Close()
+	a := labels.FromStrings("__name__", "up", "job", "api")
+	b := labels.FromStrings("__name__", "up", "job", "db")
+	mustAppend(t, s, []SeriesSamples{
+		{Labels: a, Samples: []Sample{{1000, 1}, {2000, staleNaN}}},
+		{Labels: b, Samples: []Sample{{1000, 5}}},
+	})
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	// Head only: not in any file yet, but in the WAL.
+	mustAppend(t, s, []SeriesSamples{{Labels: a, Samples: []Sample{{3000, 3}}}})
+
+	ro, err := OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ro.Series(labels.MustNewMatcher(labels.MatchEqual, "__name__", "up"))
+	if len(got) != 2 || !labels.Equal(got[0].Labels, a) || !labels.Equal(got[1].Labels, b) {
+		t.Fatalf("series %v", got)
+	}
+	if n := len(ro.Series(labels.MustNewMatcher(labels.MatchRegexp, "job", "d.*"))); n != 1 {
+		t.Fatalf("job=~d.* matched %d series, want 1", n)
+	}
+	smps, err := ro.Samples(got[0].Ref, math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(smps) != 2 || smps[0] != (Sample{1000, 1}) || smps[1].T != 2000 || math.Float64bits(smps[1].V) != 0x7ff0000000000002 {
+		t.Fatalf("samples %v", smps)
+	}
+	if nt, ok := ro.NewestInWAL(got[0].Ref); !ok || nt != 3000 {
+		t.Fatalf("newest in WAL %d %v, want 3000", nt, ok)
+	}
+	files, err := ro.Files(got[0].Ref)
+	if err != nil || len(files) != 1 || files[0].MinT != 1000 || files[0].MaxT != 2000 || files[0].Rows != 2 {
+		t.Fatalf("files %+v %v", files, err)
+	}
+
+	// A series created after the view opened appears on Reload.
+	c := labels.FromStrings("__name__", "up", "job", "web")
+	mustAppend(t, s, []SeriesSamples{{Labels: c, Samples: []Sample{{1000, 7}}}})
+	if n, err := ro.Reload(); err != nil || n != 1 {
+		t.Fatalf("reload: %d new, %v", n, err)
+	}
+	if len(ro.Series()) != 3 {
+		t.Fatalf("%d series after reload, want 3", len(ro.Series()))
+	}
+	// A torn record at the end of the last WAL segment: a reader must not cut it.
+	segs, err := wal.Segments(filepath.Join(dir, walDirName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := filepath.Join(dir, walDirName, wal.SegmentName(segs[len(segs)-1]))
+	f, err := os.OpenFile(last, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{40, 0, 0, 0, 1, 2})
+	f.Close()
+	before, _ := os.Stat(last)
+
+	if _, err := OpenReadOnly(dir); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Stat(last); after.Size() != before.Size() {
+		t.Fatalf("WAL segment changed from %d to %d bytes", before.Size(), after.Size())
+	}
+}

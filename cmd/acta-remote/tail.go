@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+func init() {
+	register("tail", "print recent samples of the series matching a selector, then follow new ones", runTail)
+}
+
+const tailUsage = "usage: acta-remote tail --data-dir DIR [--since 5m] [--poll 500ms] [--json] 'SELECTOR'"
+
+// rescanEvery is how often tail looks for new series and new files (a
+// directory listing per series); open files are polled every --poll.
+const rescanEvery = 2 * time.Second
+
+func runTail(args []string) int {
+	fa, err := parseFileArgs(args, []string{"json"}, []string{"data-dir", "since", "poll"})
+	if err == nil && fa.vals["data-dir"] == "" {
+		err = errors.New("--data-dir is required")
+	}
+	since, poll := 5*time.Minute, 500*time.Millisecond
+	for name, dst := range map[string]*time.Duration{"since": &since, "poll": &poll} {
+		if v, ok := fa.vals[name]; ok && err == nil {
+			if *dst, err = time.ParseDuration(v); err == nil && *dst <= 0 && name == "poll" {
+				err = fmt.Errorf("--poll must be positive")
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n%s\n", err, tailUsage)
+		return exitError
+	}
+	ms, err := parseSelector(fa.file)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
+		return exitError
+	}
+	ro, err := actastore.OpenReadOnly(fa.vals["data-dir"])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
+		return exitError
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	tl := &tailer{ro: ro, ms: ms, p: printer{w: out, json: fa.bools["json"]}, series: map[uint64]*followed{}}
+	tl.cutoff = time.Now().Add(-since).UnixMilli()
+	if err := tl.rescan(true); err != nil {
+		fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
+		return exitError
+	}
+	out.Flush()
+	var fresh freshness
+	for ref := range tl.series {
+		fresh.add(ro, ref)
+	}
+	fmt.Fprintf(os.Stderr, "acta-remote tail: following %d series (new blocks every %s, new series and files every %s); Ctrl-C ends\n", len(tl.series), poll, rescanEvery)
+	fresh.report(os.Stderr, "acta-remote tail", time.Now())
+
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	lastScan := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			out.Flush()
+			tl.close()
+			fmt.Fprintf(os.Stderr, "acta-remote tail: stopped after %d new samples\n", tl.printed)
+			return exitOK
+		case <-tick.C:
+		}
+		// Listing before polling matters: a series' next file is created
+		// only after the last block of its previous one is committed, so once
+		// a new file is listed, polling the files in start order cannot miss
+		// that block.
+		if time.Since(lastScan) >= rescanEvery {
+			lastScan = time.Now()
+			if err := tl.rescan(false); err != nil {
+				fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
+			}
+		}
+		tl.pollAll()
+		if err := out.Flush(); err != nil {
+			fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
+			return exitError
+		}
+	}
+}
+
+// tailer follows every matching series.
+type tailer struct {
+	ro      *actastore.ReadOnly
+	ms      []*labels.Matcher
+	p       printer
+	cutoff  int64 // ms: the start-up history begins here
+	series  map[uint64]*followed
+	order   []*followed // by labels, so output is stable within a poll
+	printed int
+}
+
+// rescan picks up series defined since the last call and new files of the
+// followed series. At start-up (first) it prints each series' files since
+// the cutoff.
+func (tl *tailer) rescan(first bool) error {
+	if !first {
+		if _, err := tl.ro.Reload(); err != nil {
+			return err
+		}
+	}
+	added := false
+	for _, s := range tl.ro.Series(tl.ms...) {
+		if tl.series[s.Ref] != nil {
+			continue
+		}
+		f := &followed{info: s, last: math.MinInt64, files: map[string]*fileTail{}}
+		tl.series[s.Ref], added = f, true
+		tl.order = append(tl.order, f)
+	}
+	if added {
+		sortFollowed(tl.order)
+	}
+	for _, f := range tl.order {
+		files, err := tl.ro.Files(f.info.Ref)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "acta-remote tail: series %s: %v\n", f.info.Labels, err)
+			continue
+		}
+		var fresh []actastore.SeriesFile
+		for _, fl := range files {
+			if f.files[fl.Path] == nil {
+				fresh = append(fresh, fl)
+			}
+		}
+		if len(fresh) == 0 {
+			continue
+		}
+		minT := int64(math.MinInt64)
+		if first {
+			minT = tl.cutoff
+		}
+		tl.emit(f, f.catchUp(fresh), minT)
+	}
+	return nil
+}
+
+// pollAll reads the blocks committed since the last poll, series by series.
+func (tl *tailer) pollAll() {
+	for _, f := range tl.order {
+		smps, reopen := f.poll()
+		if len(reopen) > 0 {
+			smps = append(smps, f.catchUp(reopen)...)
+		}
+		tl.emit(f, smps, math.MinInt64)
+	}
+}
+
+// emit prints the samples after the series' watermark, in timestamp order,
+// once each; samples before minT only move the watermark.
+func (tl *tailer) emit(f *followed, smps []actastore.Sample, minT int64) {
+	headed := false
+	for _, s := range sortDedupe(smps) {
+		if s.T <= f.last {
+			continue
+		}
+		f.last = s.T
+		if s.T < minT {
+			continue
+		}
+		if !headed {
+			tl.p.series(f.info.Labels)
+			headed = true
+		}
+		tl.p.sample(f.info.Labels, s)
+		if minT == math.MinInt64 {
+			tl.printed++
+		}
+	}
+}
+
+func (tl *tailer) close() {
+	for _, f := range tl.order {
+		for _, ft := range f.files {
+			ft.close()
+		}
+	}
+}
