@@ -25,6 +25,7 @@ type Options struct {
 	ActaConfig   string // optional acta-remote config file
 	ActaWorktree bool   // build acta-remote from the working tree, not HEAD
 	Keep         bool   // keep data dirs
+	Runs         int    // repetitions of every system; the report gives medians
 	Logf         func(format string, args ...any)
 }
 
@@ -64,8 +65,9 @@ func diskResult(dir string, skip func(string) bool, samples int64) (DiskResult, 
 }
 
 // Run generates the data, encodes it once per protocol, then runs the
-// systems one after another (each alone on the machine) on the same bytes.
-func Run(o Options) ([]*SystemResult, *Dataset, error) {
+// systems one after another (each alone on the machine) on the same bytes,
+// o.Runs times. It returns the results by run, then by system.
+func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 	logf := o.Logf
 	d, err := NewDataset(o.Gen)
 	if err != nil {
@@ -106,21 +108,37 @@ func Run(o Options) ([]*SystemResult, *Dataset, error) {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	var results []*SystemResult
 	var built actaBuild
+	type entry struct {
+		sys     *system
+		version string
+	}
+	var systems []entry
 	for _, name := range o.Systems {
 		sys, version, err := makeSystem(o, name, binDir, &built)
 		if err != nil {
-			return results, d, err
+			return nil, d, err
 		}
-		r := runSystem(o, sys, d, loads, plan, vidx)
-		r.Version = version
-		results = append(results, r)
-		if r.Err != "" {
-			logf("%s: %s", name, r.Err)
+		systems = append(systems, entry{sys, version})
+	}
+	// Each run starts with the next system, so a noisy minute on a shared
+	// machine does not always land on the same one.
+	runs := make([][]*SystemResult, max(o.Runs, 1))
+	for run := range runs {
+		runs[run] = make([]*SystemResult, len(systems))
+		for j := range systems {
+			i := (run + j) % len(systems)
+			e := systems[i]
+			logf("run %d/%d: %s", run+1, len(runs), e.sys.name)
+			r := runSystem(o, e.sys, d, loads, plan, vidx)
+			r.Version = e.version
+			runs[run][i] = r
+			if r.Err != "" {
+				logf("%s: %s", e.sys.name, r.Err)
+			}
 		}
 	}
-	return results, d, nil
+	return runs, d, nil
 }
 
 // actaBuild is the acta-remote binary of a run, built once for both

@@ -37,10 +37,14 @@ func TestHarnessQuickActaOnly(t *testing.T) {
 		WorkDir:      t.TempDir(),
 		Logf:         t.Logf,
 	}
-	results, d, err := Run(o)
+	runs, d, err := Run(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(runs))
+	}
+	results := runs[0]
 	if len(results) != 2 {
 		t.Fatalf("%d results, want 2", len(results))
 	}
@@ -86,7 +90,7 @@ func TestHarnessQuickActaOnly(t *testing.T) {
 	}
 
 	rep := &Report{}
-	buildReport(rep, results)
+	buildReport(rep, runs)
 	var md bytes.Buffer
 	writeMarkdown(&md, rep)
 	for _, s := range []string{"| Metric | acta-remote | acta-remote-live | acta-remote-live ÷ acta |", "Ingest RW 2.0", "| Correctness (series checked, mismatched, max rel. error) | 5, 0, 0 | 5, 0, 0 | |"} {
@@ -119,13 +123,13 @@ func TestCommandQuickWritesResults(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Systems) != 1 || !rep.Systems[0].Verify.OK || rep.Systems[0].Verify.Samples != 3*60 {
+	if len(rep.Summary) != 1 || !rep.Summary[0].Verify.OK || rep.Summary[0].Verify.Samples != 3*60 || len(rep.Runs) != 1 {
 		t.Fatalf("results.json: %s", b)
 	}
 	if rep.Config["quick"] != true || rep.Config["series"] != float64(200) {
 		t.Fatalf("config in results.json: %v", rep.Config)
 	}
-	if _, ok := rep.Systems[0].Ingest[protoRW2]; ok {
+	if _, ok := rep.Runs[0][0].Ingest[protoRW2]; ok {
 		t.Fatal("--rw2=false still timed RW 2.0")
 	}
 	md, err := os.ReadFile(filepath.Join(out, "results.md"))

@@ -55,6 +55,7 @@ func run(args []string) error {
 	work := fs.String("work", "", "data dirs and logs (default: the output directory)")
 	actaCfg := fs.String("acta-config", "", "acta-remote config file (default: server defaults with OTLP/gRPC off)")
 	keep := fs.Bool("keep", false, "keep the data directories")
+	runs := fs.Int("runs", 1, "run every system this many times (rotating the order); the table gives medians and ranges")
 	worktree := fs.Bool("acta-worktree", false, "build acta-remote from the working tree (default: the committed HEAD)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -110,6 +111,7 @@ func run(args []string) error {
 		ActaConfig:   *actaCfg,
 		ActaWorktree: *worktree,
 		Keep:         *keep,
+		Runs:         *runs,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
 		},
@@ -121,7 +123,7 @@ func run(args []string) error {
 			"series": *series, "duration": duration.String(), "interval": interval.String(), "jitter": jitter.String(),
 			"seed": *seed, "start_ms": *start, "batch": *batch, "concurrency": *conc, "round": roundMin.String(),
 			"restart_every": restart.String(), "gomaxprocs": *procs, "warmup": *warmup, "verify_series": *verifyN,
-			"read_reps": *reps, "vm_tolerance": *vmTol, "quick": *quick, "acta_worktree": *worktree,
+			"read_reps": *reps, "vm_tolerance": *vmTol, "quick": *quick, "acta_worktree": *worktree, "runs": *runs,
 		},
 	}
 	results, _, err := Run(o)
@@ -134,8 +136,8 @@ func run(args []string) error {
 	md, merr := os.Create(filepath.Join(*out, "results.md"))
 	if merr == nil {
 		fmt.Fprintf(md, "%s, %s; %s\n\n", rep.Started, rep.Machine, describe(rep.Config))
-		for _, r := range results {
-			fmt.Fprintf(md, "- %s (%s): %s\n", r.Name, r.Version, strings.Join(r.Notes, "; "))
+		for _, s := range rep.Summary {
+			fmt.Fprintf(md, "- %s (%s): %s\n", s.Name, s.Version, strings.Join(s.Notes, "; "))
 		}
 		fmt.Fprintln(md)
 		writeMarkdown(md, rep)
@@ -146,9 +148,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range results {
-		if r.Err != "" || !r.Verify.OK {
-			return fmt.Errorf("%s did not complete cleanly: %s %s", r.Name, r.Err, r.Verify.FirstMismatch)
+	for _, s := range rep.Summary {
+		if len(s.Errors) > 0 || !s.Verify.OK {
+			return fmt.Errorf("%s did not complete cleanly: %s %s", s.Name, strings.Join(s.Errors, "; "), s.Verify.FirstMismatch)
 		}
 	}
 	return nil
@@ -167,6 +169,6 @@ func loadAvg() string {
 }
 
 func describe(c map[string]any) string {
-	return fmt.Sprintf("%v series × %v at %v (±%v), batch %v, %v senders, GOMAXPROCS=%v, seed %v",
-		c["series"], c["duration"], c["interval"], c["jitter"], c["batch"], c["concurrency"], c["gomaxprocs"], c["seed"])
+	return fmt.Sprintf("%v series × %v at %v (±%v), batch %v, %v senders, GOMAXPROCS=%v, seed %v, %v run(s)",
+		c["series"], c["duration"], c["interval"], c["jitter"], c["batch"], c["concurrency"], c["gomaxprocs"], c["seed"], c["runs"])
 }

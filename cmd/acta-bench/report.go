@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -14,10 +16,30 @@ type Report struct {
 	Finished   string                        `json:"finished"`
 	Machine    string                        `json:"machine"`
 	Config     map[string]any                `json:"config"`
-	Systems    []*SystemResult               `json:"systems"`
-	Ratios     map[string]map[string]float64 `json:"ratios_vs_acta_remote"` // peer -> metric -> peer / acta-remote
 	Metrics    []metricInfo                  `json:"metrics"`
+	Summary    []SystemSummary               `json:"summary"`               // medians over runs
+	Ratios     map[string]map[string]float64 `json:"ratios_vs_acta_remote"` // peer -> metric -> median(peer) / median(acta-remote)
 	Conclusion string                        `json:"correctness"`
+	Runs       [][]*SystemResult             `json:"runs"` // by run, then system
+}
+
+// SystemSummary is one system's figures over all runs.
+type SystemSummary struct {
+	Name    string          `json:"name"`
+	Version string          `json:"version"`
+	Notes   []string        `json:"notes,omitempty"`
+	Values  map[string]Cell `json:"values"` // by metric key
+	Verify  VerifyResult    `json:"verify"` // summed over runs
+	Errors  []string        `json:"errors,omitempty"`
+}
+
+// Cell is one metric of one system: median, min and max over the runs
+// that produced it.
+type Cell struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
 }
 
 type metricInfo struct {
@@ -78,36 +100,87 @@ func metrics(readNames []string) []metric {
 	return ms
 }
 
-// buildReport fills ratios: peer value / acta-remote value for each metric.
-func buildReport(rep *Report, results []*SystemResult) {
-	rep.Systems = results
-	var names []string
-	if len(results) > 0 {
-		for _, q := range results[0].Reads {
-			names = append(names, q.Query)
+func readNames(runs [][]*SystemResult) []string {
+	for _, run := range runs {
+		for _, r := range run {
+			if len(r.Reads) > 0 {
+				var names []string
+				for _, q := range r.Reads {
+					names = append(names, q.Query)
+				}
+				return names
+			}
 		}
 	}
-	ms := metrics(names)
+	return nil
+}
+
+// buildReport summarises the runs (median, min, max per metric) and
+// computes each peer's ratio to acta-remote from the medians.
+func buildReport(rep *Report, runs [][]*SystemResult) {
+	rep.Runs = runs
+	ms := metrics(readNames(runs))
 	rep.Metrics = nil
 	for _, m := range ms {
 		rep.Metrics = append(rep.Metrics, m.metricInfo)
 	}
-	rep.Ratios = map[string]map[string]float64{}
-	acta := find(results, sysActa)
-	var bad []string
-	for _, r := range results {
-		if !r.Verify.OK {
-			bad = append(bad, r.Name)
+	rep.Summary = nil
+	if len(runs) > 0 {
+		for i := range runs[0] {
+			sum := SystemSummary{Name: runs[0][i].Name, Version: runs[0][i].Version, Notes: runs[0][i].Notes, Values: map[string]Cell{}}
+			ok := true
+			for _, m := range ms {
+				var vs []float64
+				for _, run := range runs {
+					if v, has := m.get(run[i]); has {
+						vs = append(vs, v)
+					}
+				}
+				if len(vs) > 0 {
+					slices.Sort(vs)
+					med := vs[len(vs)/2]
+					if len(vs)%2 == 0 {
+						med = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+					}
+					sum.Values[m.Key] = Cell{Median: med, Min: vs[0], Max: vs[len(vs)-1], N: len(vs)}
+				}
+			}
+			for _, run := range runs {
+				r := run[i]
+				v := &sum.Verify
+				v.Series += r.Verify.Series
+				v.Samples += r.Verify.Samples
+				v.Mismatches += r.Verify.Mismatches
+				v.Tolerance = r.Verify.Tolerance
+				v.MaxRelErr = max(v.MaxRelErr, r.Verify.MaxRelErr)
+				if v.FirstMismatch == "" {
+					v.FirstMismatch = r.Verify.FirstMismatch
+				}
+				ok = ok && r.Verify.OK
+				if r.Err != "" {
+					sum.Errors = append(sum.Errors, r.Err)
+				}
+			}
+			sum.Verify.OK = ok
+			rep.Summary = append(rep.Summary, sum)
 		}
-		if acta == nil || r == acta {
+	}
+	rep.Ratios = map[string]map[string]float64{}
+	acta := findSummary(rep.Summary, sysActa)
+	var bad []string
+	for _, s := range rep.Summary {
+		if !s.Verify.OK {
+			bad = append(bad, s.Name)
+		}
+		if acta == nil || s.Name == sysActa {
 			continue
 		}
-		rep.Ratios[r.Name] = map[string]float64{}
+		rep.Ratios[s.Name] = map[string]float64{}
 		for _, m := range ms {
-			a, ok1 := m.get(acta)
-			p, ok2 := m.get(r)
-			if ok1 && ok2 && a > 0 {
-				rep.Ratios[r.Name][m.Key] = p / a
+			a, ok1 := acta.Values[m.Key]
+			p, ok2 := s.Values[m.Key]
+			if ok1 && ok2 && a.Median > 0 {
+				rep.Ratios[s.Name][m.Key] = p.Median / a.Median
 			}
 		}
 	}
@@ -117,74 +190,73 @@ func buildReport(rep *Report, results []*SystemResult) {
 	}
 }
 
-func find(rs []*SystemResult, name string) *SystemResult {
-	for _, r := range rs {
-		if r.Name == name {
-			return r
+func findSummary(ss []SystemSummary, name string) *SystemSummary {
+	for i := range ss {
+		if ss[i].Name == name {
+			return &ss[i]
 		}
 	}
 	return nil
 }
 
-// writeMarkdown prints one row per metric, one column per system and, for
-// each peer, its ratio to acta-remote with an arrow saying who is ahead.
+// writeMarkdown prints one row per metric, one column per system (the
+// median, with the range when there were several runs) and, for each peer,
+// its ratio to acta-remote with who is ahead.
 func writeMarkdown(w io.Writer, rep *Report) {
-	var names []string
-	if len(rep.Systems) > 0 {
-		for _, q := range rep.Systems[0].Reads {
-			names = append(names, q.Query)
-		}
-	}
-	ms := metrics(names)
-	acta := find(rep.Systems, sysActa)
+	ms := metrics(readNames(rep.Runs))
+	acta := findSummary(rep.Summary, sysActa)
+	isPeer := func(s SystemSummary) bool { return acta != nil && s.Name != sysActa }
 	fmt.Fprintf(w, "| Metric |")
-	for _, r := range rep.Systems {
-		fmt.Fprintf(w, " %s |", r.Name)
-		if acta != nil && r != acta {
-			fmt.Fprintf(w, " %s ÷ acta |", r.Name)
+	for _, s := range rep.Summary {
+		fmt.Fprintf(w, " %s |", s.Name)
+		if isPeer(s) {
+			fmt.Fprintf(w, " %s ÷ acta |", s.Name)
 		}
 	}
 	fmt.Fprintf(w, "\n|---|")
-	for _, r := range rep.Systems {
+	for _, s := range rep.Summary {
 		fmt.Fprintf(w, "---:|")
-		if acta != nil && r != acta {
+		if isPeer(s) {
 			fmt.Fprintf(w, "---:|")
 		}
 	}
 	fmt.Fprintln(w)
 	for _, m := range ms {
 		fmt.Fprintf(w, "| %s |", m.Label)
-		for _, r := range rep.Systems {
-			v, ok := m.get(r)
-			if ok {
-				fmt.Fprintf(w, " %s |", fmtNum(v))
-			} else {
+		for _, s := range rep.Summary {
+			c, ok := s.Values[m.Key]
+			switch {
+			case !ok:
 				fmt.Fprintf(w, " — |")
+			case c.N > 1:
+				fmt.Fprintf(w, " %s (%s–%s) |", fmtNum(c.Median), fmtNum(c.Min), fmtNum(c.Max))
+			default:
+				fmt.Fprintf(w, " %s |", fmtNum(c.Median))
 			}
-			if acta != nil && r != acta {
-				ratio, ok := rep.Ratios[r.Name][m.Key]
-				if !ok {
-					fmt.Fprintf(w, " — |")
-					continue
-				}
-				better := ratio < 1 // the peer is better where lower is better
-				if m.HigherBetter {
-					better = ratio > 1
-				}
-				mark := "acta ahead"
-				if better {
-					mark = "peer ahead"
-				}
-				fmt.Fprintf(w, " %.2f× (%s) |", ratio, mark)
+			if !isPeer(s) {
+				continue
 			}
+			ratio, ok := rep.Ratios[s.Name][m.Key]
+			if !ok {
+				fmt.Fprintf(w, " — |")
+				continue
+			}
+			mark := "acta ahead"
+			if ratio > 1 == m.HigherBetter {
+				mark = "peer ahead"
+			}
+			if math.Abs(ratio-1) < 0.02 {
+				mark = "even"
+			}
+			fmt.Fprintf(w, " %.2f× (%s) |", ratio, mark)
 		}
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "| Correctness (series checked, mismatched, max rel. error) |")
-	for _, r := range rep.Systems {
-		v := r.Verify
+	for _, s := range rep.Summary {
+		v := s.Verify
 		fmt.Fprintf(w, " %d, %d, %.2g |", v.Series, v.Mismatches, v.MaxRelErr)
-		if acta != nil && r != acta {
+		if isPeer(s) {
 			fmt.Fprintf(w, " |")
 		}
 	}
