@@ -95,6 +95,14 @@ func (h *Handler) streamQuery(r *http.Request, fw *frameWriter, st *streamState,
 		}
 		left := maxData
 		st.chks = st.chks[:0]
+		if hit, ok, err := histogramsOf(s); err != nil {
+			return fmt.Errorf("query %d: reading series %s: %w", idx, s.Labels(), err)
+		} else if ok {
+			if err := h.streamHistogramSeries(fw, st, idx, &b, s, hit, maxData); err != nil {
+				return err
+			}
+			continue
+		}
 
 		var (
 			c          = chunkenc.NewXORChunk()

@@ -62,6 +62,13 @@ func (h *Handler) selectSamples(r *http.Request, idx int, q query) (*prompb.Quer
 		if err := it.Err(); err != nil {
 			return nil, 0, fmt.Errorf("query %d: reading series %s: %w", idx, s.Labels(), err)
 		}
+		hit, ok, err := histogramsOf(s)
+		if err == nil && ok {
+			err = appendHistograms(ts, hit, &b)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("query %d: reading series %s: %w", idx, s.Labels(), err)
+		}
 		res.Timeseries = append(res.Timeseries, ts)
 	}
 	if err := ss.Err(); err != nil {
