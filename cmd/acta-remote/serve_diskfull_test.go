@@ -183,6 +183,17 @@ func TestServeDiskFull(t *testing.T) {
 		t.Errorf("read on a full disk: %d samples, %v", n, err)
 	}
 	flushErrs := metric("acta_store_flush_errors_total") - flushErrs0
+	// Failed block appends leave torn frames behind; the store must cut
+	// them (acta.RepairIncompleteTail) before it appends to those files.
+	torn := 0
+	filepath.WalkDir(filepath.Join(cfg.DataDir, "series"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if plan, err := acta.InspectRecovery(p); err == nil && plan.RequiresRepair() {
+				torn++
+			}
+		}
+		return nil
+	})
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -199,10 +210,13 @@ func TestServeDiskFull(t *testing.T) {
 			t.Fatalf("write after space returned: %d", c)
 		}
 	}
-	t.Logf("codes by phase: %v; flush errors while full: %.0f; writes resumed %s after freeing space",
-		codes, flushErrs, time.Since(resumed).Round(time.Millisecond))
+	t.Logf("codes by phase: %v; flush errors while full: %.0f (%d series files left with a torn tail); writes resumed %s after freeing space",
+		codes, flushErrs, torn, time.Since(resumed).Round(time.Millisecond))
 	if codes["full"][http.StatusInternalServerError] == 0 {
 		t.Errorf("no 500 while the disk was full: %v", codes["full"])
+	}
+	if torn == 0 {
+		t.Errorf("no series file had a torn tail while full: the repair-before-append path went untested")
 	}
 	if flushErrs <= 0 {
 		t.Errorf("no block flush failed while the disk was full (metric %.0f): the flush path went untested", flushErrs)
