@@ -25,13 +25,20 @@ type catalog struct {
 // loadCatalog replays the catalog in dir, calling fn for each series record
 // (a ref may appear more than once; the labels are the same each time), then
 // opens it for appending.
-func loadCatalog(dir string, fn func(seriesRec) error) (*catalog, error) {
+//
+// del is called for each ref of a series-deleted record (retention removed
+// the series); records apply in order, so a series defined again later
+// comes back.
+func loadCatalog(dir string, fn func(seriesRec) error, del func(deletedRec)) (*catalog, error) {
 	var b labels.ScratchBuilder
 	_, err := wal.Replay(dir, func(seg int, p []byte) error {
-		if len(p) == 0 || p[0] != recSeries {
-			return fmt.Errorf("catalog segment %08d: unexpected record type %d", seg, p[0])
+		switch {
+		case len(p) > 0 && p[0] == recSeries:
+			return decodeSeriesRecord(&b, p, fn)
+		case len(p) > 0 && p[0] == recSeriesDeleted:
+			return decodeDeletedRecord(p, del)
 		}
-		return decodeSeriesRecord(&b, p, fn)
+		return fmt.Errorf("catalog segment %08d: unexpected record type %d", seg, p[0])
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load catalog %s: %w", dir, err)
@@ -59,6 +66,27 @@ func (c *catalog) add(series []seriesRec) error {
 	return nil
 }
 
+// remove makes the removal of series durable in the catalog.
+func (c *catalog) remove(dels []deletedRec) error {
+	if len(dels) == 0 {
+		return nil
+	}
+	var recs [][]byte
+	for len(dels) > 0 {
+		n := min(len(dels), maxRecordPayload/20)
+		recs = append(recs, appendDeletedRecord(nil, dels[:n]))
+		dels = dels[n:]
+	}
+	pos, err := c.log.Append(recs...)
+	if err != nil {
+		return fmt.Errorf("append series removals to catalog: %w", err)
+	}
+	if err := c.log.Sync(pos); err != nil {
+		return fmt.Errorf("sync catalog: %w", err)
+	}
+	return nil
+}
+
 func (c *catalog) close() error { return c.log.Close() }
 
 // catalogCompactSegments: past this many segments (each Open starts one),
@@ -68,12 +96,18 @@ const catalogCompactSegments = 8
 // compact rewrites every series into the current segment, syncs it, and
 // deletes the older segments. A crash in between leaves both copies, which
 // load to the same series.
-func (c *catalog) compact(all []seriesRec) error {
+//
+// dels (removed series) are written again after all: the WAL may still
+// hold definitions of theirs, which replay must keep skipping.
+func (c *catalog) compact(all []seriesRec, dels []deletedRec) error {
 	segs, err := wal.Segments(c.dir)
 	if err != nil || len(segs) <= catalogCompactSegments {
 		return err
 	}
 	if err := c.add(all); err != nil {
+		return fmt.Errorf("compact catalog: %w", err)
+	}
+	if err := c.remove(dels); err != nil {
 		return fmt.Errorf("compact catalog: %w", err)
 	}
 	if err := c.log.TruncateBefore(c.log.Current()); err != nil {

@@ -16,6 +16,8 @@ import (
 //	                              rotation, per time range): <ab> is the ref's
 //	                              top byte in hex, <ref> the 16-hex-digit ref,
 //	                              <start> the file's first timestamp in ms
+//	  series/<ab>/<ref>-<start>.acta.tmp   a compaction's new file before it is
+//	                              renamed over its original; swept at Open
 //	  clean                       present only after a clean Close
 //	  flushstate                  per-series newest flushed sample, valid with clean (flushstate.go)
 //	  LOCK                        flock'ed while a process has the store open
@@ -64,3 +66,8 @@ func parseSeriesFileName(name string) (ref uint64, startMs int64, ok bool) {
 	}
 	return ref, startMs, true
 }
+
+// compactTmpPath is where compaction writes the new version of a sealed
+// series file before renaming it over path. It ends in tmpSuffix, so Open
+// removes a leftover of a crash.
+func compactTmpPath(path string) string { return path + tmpSuffix }

@@ -94,21 +94,19 @@ func (s *Store) flushSeries(ms *memSeries) error {
 	smps := ms.head
 	ms.flushing, ms.flushingSeg = smps, ms.headSeg
 	ms.head = nil
-	create := len(ms.files) == 0
-	var start int64
-	if create {
-		start = smps[0].T
-	} else {
-		start = ms.files[len(ms.files)-1]
-	}
 	ms.mu.Unlock()
 	s.headSeries.Add(-1)
 
 	began := time.Now()
-	path := seriesFilePath(s.dir, ms.ref, start)
-	err := s.writeBlocks(ms, path, start, create, smps)
+	written, path, err := s.writeRotated(ms, smps)
+	if written > 0 {
+		s.flushedPart(ms, smps[:written])
+	}
 	if err != nil {
 		s.m.flushErrors.Inc()
+		// Only what was not written goes back: a rotated flush may have
+		// filled one file before failing on the next.
+		rest := smps[written:]
 		ms.mu.Lock()
 		wasEmpty := len(ms.head) == 0
 		seg := min(ms.flushingSeg, ms.headSeg)
@@ -116,7 +114,7 @@ func (s *Store) flushSeries(ms *memSeries) error {
 			seg = ms.flushingSeg
 		}
 		head := ms.head
-		ms.head, ms.flushing = smps, nil
+		ms.head, ms.flushing = rest, nil
 		for _, smp := range head {
 			ms.insertLocked(smp, seg, 0)
 		}
@@ -128,21 +126,27 @@ func (s *Store) flushSeries(ms *memSeries) error {
 		if wasEmpty {
 			s.headSeries.Add(1)
 		}
-		return fmt.Errorf("flush series %016x (%d samples) to %s: %w", ms.ref, len(smps), path, err)
+		return fmt.Errorf("flush series %016x (%d samples) to %s: %w", ms.ref, len(rest), path, err)
 	}
 	ms.mu.Lock()
 	ms.flushing = nil
+	ms.mu.Unlock()
+	s.flushes.Add(1)
+	s.m.flushDuration.Observe(time.Since(began).Seconds())
+	return nil
+}
+
+// flushedPart accounts samples now held by a series file.
+func (s *Store) flushedPart(ms *memSeries, smps []Sample) {
+	ms.mu.Lock()
 	last := smps[len(smps)-1]
 	if !ms.hasLastFlushed || last.T >= ms.lastFlushed.T {
 		ms.lastFlushed, ms.hasLastFlushed = last, true
 	}
 	ms.mu.Unlock()
 	s.headSamples.Add(-int64(len(smps)))
-	s.flushes.Add(1)
 	s.flushedSmp.Add(int64(len(smps)))
 	s.m.flushedSamples.Add(float64(len(smps)))
-	s.m.flushDuration.Observe(time.Since(began).Seconds())
-	return nil
 }
 
 // writeBlocks appends smps (sorted) to the series file as blocks of at most

@@ -45,8 +45,17 @@ type memSeries struct {
 	// a resent copy of it is recognised as a duplicate.
 	lastFlushed    Sample
 	hasLastFlushed bool
-	// files are the start timestamps (ms) of the series' files, ascending.
-	files     []int64
+	// files are the start timestamps (ms) of the series' files, ascending;
+	// only the last is appended to (rotation package doc).
+	files []int64
+	// fileMin is the smallest timestamp known to be in a file, by start:
+	// set for files written since Open and for files a Select has opened.
+	// A file absent here must be opened to learn its lower bound (it may
+	// hold out-of-order samples older than its start).
+	fileMin map[int64]int64
+	// removed: retention deleted the series' last file and took it out of
+	// the index; nothing may be added to it.
+	removed   bool
 	walLogged bool // a series record for it is in the WAL (or catalog)
 	inCatalog bool // its record is in the catalog
 	queued    bool // queued for a size-triggered flush

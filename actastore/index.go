@@ -33,6 +33,36 @@ func (ix *index) add(s *memSeries) {
 	})
 }
 
+// remove takes s out of the postings. Its id stays taken (ids are
+// positions in series) with a nil entry, so every list stays sorted; the
+// slot costs a pointer per removed series until the next start-up.
+func (ix *index) remove(s *memSeries) {
+	ix.series[s.id] = nil
+	s.lset.Range(func(l labels.Label) {
+		vals := ix.postings[l.Name]
+		ids := slices.DeleteFunc(vals[l.Value], func(id uint32) bool { return id == s.id })
+		if len(ids) == 0 {
+			delete(vals, l.Value)
+			if len(vals) == 0 {
+				delete(ix.postings, l.Name)
+			}
+			return
+		}
+		vals[l.Value] = ids
+	})
+}
+
+// live returns the series that were not removed.
+func (ix *index) live() []*memSeries {
+	out := make([]*memSeries, 0, len(ix.series))
+	for _, s := range ix.series {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // selectIDs returns the sorted ids of the series matching every matcher,
 // with Prometheus semantics: a matcher that matches the empty string also
 // matches series without that label. No matchers select every series.
@@ -58,9 +88,11 @@ func (ix *index) selectIDs(ms []*labels.Matcher) []uint32 {
 		}
 	}
 	if !narrowed {
-		res = make([]uint32, len(ix.series))
-		for i := range res {
-			res[i] = uint32(i)
+		res = make([]uint32, 0, len(ix.series))
+		for i, s := range ix.series {
+			if s != nil {
+				res = append(res, uint32(i))
+			}
 		}
 	}
 	for _, m := range ms {

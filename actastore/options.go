@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/acta-remote/acta-remote/rotation"
 )
 
 // SyncPolicy says when an appended WAL batch is made durable.
@@ -49,7 +51,29 @@ type Options struct {
 
 	ZstdLevel int // codec level for flushed blocks; 0 means the default (3)
 
+	// Rotation seals a series' newest file at UTC-aligned period
+	// boundaries and/or a file size, and starts the next one. The zero
+	// value keeps one file per series.
+	Rotation rotation.Policy
+	// Retention deletes series files by age and by the data directory's
+	// allocated size; a series whose last file goes leaves the catalog.
+	Retention rotation.Retention
+	// Compaction rewrites sealed files into large blocks.
+	Compaction CompactionOptions
+	// MaintenanceInterval runs retention, then compaction, this often in
+	// the background. Default 1m; negative: never in the background
+	// (Maintain runs one pass).
+	MaintenanceInterval time.Duration
+
 	Logger     *slog.Logger          // default slog.Default()
 	Registerer prometheus.Registerer // nil registers nothing
 	Now        func() time.Time      // default time.Now; tests inject a clock
+}
+
+// CompactionOptions configure the background rewrite of sealed files.
+type CompactionOptions struct {
+	Disabled    bool
+	BlockRows   int   // rows per rewritten block; default 65536
+	ZstdLevel   int   // Zstandard level of rewritten blocks; default 3
+	BytesPerSec int64 // pacing of reads plus writes; 0: unlimited
 }

@@ -14,7 +14,58 @@ import (
 const (
 	recSeries  byte = 1 // series definitions: ref, created ms, canonical labels
 	recSamples byte = 2 // samples of one or more series
+	// recSeriesDeleted (catalog only): series retention removed after
+	// deleting their last file. Type 3 is the flush state's.
+	recSeriesDeleted byte = 4
 )
+
+// deletedRec says series Ref was removed at At (ms, store clock).
+type deletedRec struct {
+	Ref uint64
+	At  int64
+}
+
+// appendDeletedRecord encodes a series-deleted record:
+// type=4 | count uvarint | count × (ref uint64 LE | deleted_ms varint).
+func appendDeletedRecord(dst []byte, recs []deletedRec) []byte {
+	dst = append(dst, recSeriesDeleted)
+	dst = binary.AppendUvarint(dst, uint64(len(recs)))
+	for _, r := range recs {
+		dst = binary.LittleEndian.AppendUint64(dst, r.Ref)
+		dst = binary.AppendVarint(dst, r.At)
+	}
+	return dst
+}
+
+// decodeDeletedRecord calls fn with each entry of a series-deleted record.
+func decodeDeletedRecord(rec []byte, fn func(deletedRec)) error {
+	if len(rec) == 0 || rec[0] != recSeriesDeleted {
+		return fmt.Errorf("%w: not a series-deleted record", errRecord)
+	}
+	n, k := binary.Uvarint(rec[1:])
+	if k <= 0 || n > uint64(len(rec)) {
+		return fmt.Errorf("%w: series-deleted count", errRecord)
+	}
+	src := rec[1+k:]
+	for i := uint64(0); i < n; i++ {
+		if len(src) < 9 {
+			return fmt.Errorf("%w: series-deleted entry %d cut short", errRecord, i)
+		}
+		var d deletedRec
+		d.Ref = binary.LittleEndian.Uint64(src)
+		at, k := binary.Varint(src[8:])
+		if k <= 0 {
+			return fmt.Errorf("%w: series-deleted entry %d time", errRecord, i)
+		}
+		d.At = at
+		src = src[8+k:]
+		fn(d)
+	}
+	if len(src) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes after %d series-deleted entries", errRecord, len(src), n)
+	}
+	return nil
+}
 
 // maxRecordPayload keeps records well under wal.MaxRecordSize; a large batch
 // becomes several records written with one write call.

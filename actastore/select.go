@@ -3,7 +3,9 @@ package actastore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 
@@ -109,15 +111,15 @@ func (s *Store) readSeries(ms *memSeries, mint, maxt int64) ([]Sample, error) {
 	ms.mu.Lock()
 	flushing := samplesInRange(nil, ms.flushing, mint, maxt)
 	head := samplesInRange(nil, ms.head, mint, maxt)
-	files := slices.Clone(ms.files)
+	files := filesInRange(ms, mint, maxt)
 	ms.mu.Unlock()
 
 	var runs [][]Sample
 	if len(files) > 0 {
 		ms.fileMu.RLock()
-		for _, start := range files {
-			path := seriesFilePath(s.dir, ms.ref, start)
-			err := readSeriesFile(path, mint, maxt, func(b block) error {
+		for _, f := range files {
+			path := seriesFilePath(s.dir, ms.ref, f.start)
+			lo, ok, err := readSeriesFileMin(path, mint, maxt, func(b block) error {
 				run := make([]Sample, 0, len(b.ts))
 				for i, t := range b.ts {
 					if t >= mint && t <= maxt {
@@ -132,9 +134,24 @@ func (s *Store) readSeries(ms *memSeries, mint, maxt int64) ([]Sample, error) {
 				}
 				return nil
 			})
+			if errors.Is(err, os.ErrNotExist) {
+				continue // retention deleted it after the listing: expired data
+			}
 			if err != nil {
 				ms.fileMu.RUnlock()
 				return nil, fmt.Errorf("read series %016x file %s: %w", ms.ref, path, err)
+			}
+			// Cache the lower bound of sealed files only: the newest file
+			// may take an older sample between this read and the store.
+			if ok && !f.minKnown && f.sealed {
+				ms.mu.Lock()
+				if ms.fileMin == nil {
+					ms.fileMin = make(map[int64]int64)
+				}
+				if m, known := ms.fileMin[f.start]; !known || lo < m {
+					ms.fileMin[f.start] = lo
+				}
+				ms.mu.Unlock()
 			}
 		}
 		ms.fileMu.RUnlock()
@@ -148,6 +165,32 @@ func (s *Store) readSeries(ms *memSeries, mint, maxt int64) ([]Sample, error) {
 		runs = append(runs, head)
 	}
 	return mergeRuns(runs), nil
+}
+
+// fileSpan is a series file a Select must open.
+type fileSpan struct {
+	start    int64
+	minKnown bool
+	sealed   bool // not the newest: never appended to again
+}
+
+// filesInRange lists the series' files that may hold samples in [mint,
+// maxt] without opening any: file i holds only samples below the next
+// file's start (rotation package doc), and none below its known minimum.
+// Called with ms.mu held.
+func filesInRange(ms *memSeries, mint, maxt int64) []fileSpan {
+	var out []fileSpan
+	for i, start := range ms.files {
+		if i+1 < len(ms.files) && ms.files[i+1] <= mint {
+			continue
+		}
+		m, known := ms.fileMin[start]
+		if known && m > maxt {
+			continue
+		}
+		out = append(out, fileSpan{start: start, minKnown: known, sealed: i+1 < len(ms.files)})
+	}
+	return out
 }
 
 // mergeRuns merges sorted runs into one sorted run, keeping the first

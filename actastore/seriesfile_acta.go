@@ -144,11 +144,27 @@ func valuesAsFloat64(t acta.Type, arr acta.Array) ([]float64, error) {
 // bounds overlap [mint, maxt]; other blocks are skipped without decoding.
 // An incomplete final frame is ignored (it is not committed).
 func readSeriesFile(path string, mint, maxt int64, fn func(block) error) error {
+	_, _, err := readSeriesFileMin(path, mint, maxt, fn)
+	return err
+}
+
+// readSeriesFileMin is readSeriesFile that also returns the smallest
+// timestamp in the file (from the block bounds; ok false without rows).
+func readSeriesFileMin(path string, mint, maxt int64, fn func(block) error) (fileMin int64, ok bool, err error) {
 	r, err := acta.Open(path)
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	defer r.Close()
+	for _, bi := range r.Blocks() {
+		if bi.Rows > 0 && (!ok || bi.Min < fileMin) {
+			fileMin, ok = bi.Min, true
+		}
+	}
+	return fileMin, ok, readBlocks(r, path, mint, maxt, fn)
+}
+
+func readBlocks(r *acta.Reader, path string, mint, maxt int64, fn func(block) error) error {
 	s := r.Schema()
 	ti, vi := s.Index(colTimestamp), s.Index(colValue)
 	if ti < 0 || vi < 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acta-remote/acta-remote/actastore/wal"
+	"github.com/acta-remote/acta-remote/rotation"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -63,6 +64,16 @@ type Store struct {
 	// of the flush loop (used by that goroutine only).
 	lastTruncFlushes int64
 	lock             *os.File // flock'ed LOCK file, released by Close
+
+	rm *rotation.Metrics
+	// deletedRefs are series the catalog says retention removed, with
+	// when (ms). At replay, a WAL definition of one created before that is
+	// the removed series' (skipped), and samples without a live
+	// definition are dropped: they were expired.
+	deletedRefs map[uint64]int64
+	maintMu     sync.Mutex // one maintenance pass at a time
+	// compacted are sealed files known compact (guarded by maintMu).
+	compacted map[string]struct{}
 }
 
 // StoreStats is a snapshot of the store's state.
@@ -102,6 +113,9 @@ func (o *Options) setDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.MaintenanceInterval == 0 {
+		o.MaintenanceInterval = time.Minute
+	}
 }
 
 // Open opens (creating if needed) the store in dir: it lays out the
@@ -121,6 +135,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		fo:      fileOptions{zstdLevel: opts.ZstdLevel, blockRows: opts.BlockRows},
 		flushCh: make(chan *memSeries, 4096),
 		stop:    make(chan struct{}),
+
+		deletedRefs: make(map[uint64]int64),
+		compacted:   make(map[string]struct{}),
 	}
 	for _, d := range []string{dir, filepath.Join(dir, walDirName), filepath.Join(dir, catalogDirName), filepath.Join(dir, seriesDirName)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -157,7 +174,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.cat, err = loadCatalog(filepath.Join(dir, catalogDirName), func(r seriesRec) error {
 		ms := s.addSeriesLocked(r.Ref, r.Labels, r.Created)
 		ms.walLogged, ms.inCatalog = true, true
+		delete(s.deletedRefs, r.Ref)
 		return nil
+	}, func(d deletedRec) {
+		if ms := s.byRef[d.Ref]; ms != nil {
+			s.removeSeriesLocked(ms)
+		}
+		s.deletedRefs[d.Ref] = d.At
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -198,6 +221,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.cat.close()
 		return nil, err
 	}
+	if s.rm, err = rotation.NewMetrics(opts.Registerer); err != nil {
+		s.wal.Close()
+		s.cat.close()
+		return nil, err
+	}
 	// Series known only from the WAL go to the catalog now, so the replayed
 	// segments can be truncated as soon as their samples are flushed.
 	if err := s.writePendingCatalog(); err != nil {
@@ -205,11 +233,18 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.cat.close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	all := make([]seriesRec, len(s.ix.series))
-	for i, ms := range s.ix.series {
+	live := s.ix.live()
+	all := make([]seriesRec, len(live))
+	for i, ms := range live {
 		all[i] = seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset}
 	}
-	if err := s.cat.compact(all); err != nil {
+	var dels []deletedRec
+	for ref, at := range s.deletedRefs {
+		if s.byRef[ref] == nil {
+			dels = append(dels, deletedRec{Ref: ref, At: at})
+		}
+	}
+	if err := s.cat.compact(all, dels); err != nil {
 		s.wal.Close()
 		s.cat.close()
 		return nil, fmt.Errorf("open store: %w", err)
@@ -218,6 +253,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	ok = true
 	s.bg.Add(1)
 	go s.flushLoop()
+	if opts.MaintenanceInterval > 0 {
+		s.bg.Add(1)
+		go s.maintainLoop()
+	}
 	if opts.WALSync == SyncInterval {
 		s.bg.Add(1)
 		go s.syncLoop()
@@ -239,6 +278,24 @@ func (s *Store) addSeriesLocked(ref uint64, lset labels.Labels, created int64) *
 	s.ix.add(ms)
 	s.numSeries.Add(1)
 	return ms
+}
+
+// removeSeriesLocked takes a series out of the maps and the index (after
+// retention deleted its last file). Called with mu held or before the
+// store is shared.
+func (s *Store) removeSeriesLocked(ms *memSeries) {
+	if s.byRef[ms.ref] != ms {
+		return
+	}
+	delete(s.byRef, ms.ref)
+	h := hashLabels(appendCanonicalLabels(nil, ms.lset))
+	s.byHash[h] = slices.DeleteFunc(s.byHash[h], func(o *memSeries) bool { return o == ms })
+	if len(s.byHash[h]) == 0 {
+		delete(s.byHash, h)
+	}
+	s.pending = slices.DeleteFunc(s.pending, func(o *memSeries) bool { return o == ms })
+	s.ix.remove(ms)
+	s.numSeries.Add(-1)
 }
 
 // lookupLocked finds the series with exactly lset among those whose labels
@@ -306,7 +363,7 @@ func (s *Store) scanSeriesFiles() (map[uint64][]int64, error) {
 // them only after the file is synced. So the check costs what the WAL
 // holds, not what the store holds. The store is the files' only writer.
 func (s *Store) repairTornFiles() error {
-	for _, ms := range s.ix.series {
+	for _, ms := range s.ix.live() {
 		if len(ms.head) == 0 || len(ms.files) == 0 {
 			continue
 		}
@@ -393,7 +450,7 @@ func (s *Store) flushAll() error {
 func (s *Store) allSeries() []*memSeries {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return append([]*memSeries(nil), s.ix.series...)
+	return s.ix.live()
 }
 
 // Close flushes the head, syncs and closes every file, stops the background

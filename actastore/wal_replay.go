@@ -27,6 +27,9 @@ func (s *Store) replayWAL() error {
 		case recSeries:
 			return decodeSeriesRecord(&b, p, func(r seriesRec) error {
 				ms := s.byRef[r.Ref]
+				if at, deleted := s.deletedRefs[r.Ref]; ms == nil && deleted && r.Created < at {
+					return nil // the definition of a series retention removed since
+				}
 				if ms == nil {
 					ms = s.addSeriesLocked(r.Ref, r.Labels, r.Created)
 					s.pending = append(s.pending, ms)
@@ -40,6 +43,9 @@ func (s *Store) replayWAL() error {
 			var err error
 			scratch, err = decodeSamplesRecord(p, scratch, func(ref uint64, smps []Sample) error {
 				ms := s.byRef[ref]
+				if _, deleted := s.deletedRefs[ref]; ms == nil && deleted {
+					return nil // retention removed the series: expired samples
+				}
 				if ms == nil {
 					return fmt.Errorf("samples for unknown series %016x in WAL segment %08d", ref, seg)
 				}
@@ -77,7 +83,7 @@ func (s *Store) replayWAL() error {
 // A file sample wins over a head sample with the same timestamp. It also
 // learns each such series' newest flushed sample.
 func (s *Store) dedupeReplayed() error {
-	for _, ms := range s.ix.series {
+	for _, ms := range s.ix.live() {
 		if len(ms.head) == 0 || len(ms.files) == 0 {
 			continue
 		}

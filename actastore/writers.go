@@ -226,6 +226,9 @@ func (c *writerCache) syncDirty() error {
 // descriptor flushes the inode's dirty data written through any other.
 func syncPath(p string) error {
 	f, err := os.Open(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // deleted by retention since: nothing to make durable
+	}
 	if err != nil {
 		return fmt.Errorf("sync %s: %w", p, err)
 	}
@@ -234,6 +237,25 @@ func syncPath(p string) error {
 		return fmt.Errorf("sync %s: %w", p, err)
 	}
 	return nil
+}
+
+// forget closes and drops the writer of path (series ref) if one is open,
+// before retention deletes the file: a later file of the same name must
+// not be written through a descriptor of the deleted one. The caller holds
+// the series' flushMu, so no flush uses the writer; a concurrent syncDirty
+// may still count it in use, which is harmless (it only reads flags).
+func (c *writerCache) forget(ref uint64, path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.unsynced, path)
+	el, ok := c.m[ref]
+	if !ok || el.Value.(*writerEntry).path != path {
+		return
+	}
+	e := el.Value.(*writerEntry)
+	c.ll.Remove(el)
+	delete(c.m, ref)
+	_ = e.w.close() // the file is being deleted; nothing in it matters
 }
 
 // open is the number of open writers.

@@ -95,7 +95,7 @@ func (p Policy) Split(cur *Newest, ts []int64) []Part {
 	} else {
 		end := p.periodEnd(cur.Start)
 		reason := ReasonPeriod
-		if p.NeedsMaxT(*cur) && cur.MaxT < math.MaxInt64 && cur.MaxT+1 < end {
+		if p.NeedsMaxT(*cur) && cur.MaxT >= cur.Start && cur.MaxT < math.MaxInt64 && cur.MaxT+1 < end {
 			end, reason = cur.MaxT+1, ReasonSize
 		}
 		j := p.cut(ts, 0, end)
