@@ -63,10 +63,13 @@ func TestGRPCExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := resp.PartialSuccess()
-	if ps.RejectedDataPoints() != 1 || !strings.Contains(ps.ErrorMessage(), `metric "native": exponential histogram data points are not supported yet`) {
+	if ps.RejectedDataPoints() != 0 || ps.ErrorMessage() != "" {
 		t.Fatalf("partial success %d %q", ps.RejectedDataPoints(), ps.ErrorMessage())
 	}
 	diffLines(t, "stored", formatSeries(rec.series()), sampleWant)
+	if len(rec.extras) != 1 || len(rec.extras[0].Histograms) != 1 {
+		t.Fatalf("native histograms stored: %v", rec.extras)
+	}
 }
 
 func TestGRPCOverloadedIsUnavailableWithRetryInfo(t *testing.T) {

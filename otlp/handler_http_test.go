@@ -32,7 +32,20 @@ import (
 type recorder struct {
 	mu      sync.Mutex
 	batches [][]actastore.SeriesSamples
+	extras  []actastore.SeriesExtras
 	respond func(batch []actastore.SeriesSamples) (actastore.AppendResult, error)
+}
+
+// AppendExtras keeps native histograms (it is an actastore.ExtrasAppender).
+func (r *recorder) AppendExtras(_ context.Context, b actastore.ExtrasBatch) (actastore.ExtrasResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.extras = append(r.extras, b.Series...)
+	n := 0
+	for _, s := range b.Series {
+		n += len(s.Histograms)
+	}
+	return actastore.ExtrasResult{HistogramsWritten: n, MetadataWritten: len(b.Metadata)}, nil
 }
 
 func (r *recorder) Append(_ context.Context, batch []actastore.SeriesSamples) (actastore.AppendResult, error) {
@@ -244,6 +257,8 @@ func TestHTTPPartialSuccess(t *testing.T) {
 	sm := md.ResourceMetrics().At(0).ScopeMetrics().At(0)
 	addExpHistogram(sm, "native", pmetric.AggregationTemporalityCumulative, t0ns)
 	addSum(sm, "deltas", "", true, pmetric.AggregationTemporalityDelta, t0ns, 1, nil)
+	addExpHistogram(sm, "coarse", pmetric.AggregationTemporalityCumulative, t0ns)
+	md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(sm.Metrics().Len() - 1).ExponentialHistogram().DataPoints().At(0).SetScale(-5)
 
 	for _, enc := range []encoder{protoEncoder{}, jsonEncoder{}} {
 		t.Run(enc.contentType(), func(t *testing.T) {
@@ -263,12 +278,15 @@ func TestHTTPPartialSuccess(t *testing.T) {
 			if ps.RejectedDataPoints() != 2 {
 				t.Fatalf("rejected %d, want 2 (%q)", ps.RejectedDataPoints(), ps.ErrorMessage())
 			}
-			for _, want := range []string{"2 of 5 data points rejected", `metric "native": exponential histogram`, `metric "deltas": delta temporality`} {
+			for _, want := range []string{"2 of 6 data points rejected", `metric "coarse": exponential histogram scale -5`, `metric "deltas": delta temporality`} {
 				if !strings.Contains(ps.ErrorMessage(), want) {
 					t.Errorf("message %q lacks %q", ps.ErrorMessage(), want)
 				}
 			}
 			diffLines(t, "stored", formatSeries(rec.series()), sampleWant)
+			if len(rec.extras) != 1 || rec.extras[0].Labels.Get("__name__") != "native_seconds" || len(rec.extras[0].Histograms) != 1 {
+				t.Fatalf("native histograms stored: %v", rec.extras)
+			}
 		})
 	}
 }

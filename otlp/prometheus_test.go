@@ -12,6 +12,7 @@ package otlp
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	promconfig "github.com/prometheus/prometheus/config"
@@ -24,17 +25,32 @@ import (
 	"github.com/acta-remote/acta-remote/actastore"
 )
 
-// promAppender records what Prometheus's own OTLP translation appends.
-// Native histograms (exponential histograms) are counted, not recorded: the
-// store has no place for them and we reject them.
+// promAppender records what Prometheus's own OTLP translation appends:
+// float samples and native histograms, grouped by series, and metadata.
 type promAppender struct {
 	series     []actastore.SeriesSamples
+	hists      []actastore.SeriesExtras
 	histograms int
+	meta       map[string]actastore.Metadata
 }
 
-func (a *promAppender) Append(_ storage.SeriesRef, ls labels.Labels, _, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, _ storage.AOptions) (storage.SeriesRef, error) {
+func (a *promAppender) Append(_ storage.SeriesRef, ls labels.Labels, _, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AOptions) (storage.SeriesRef, error) {
+	if a.meta == nil {
+		a.meta = map[string]actastore.Metadata{}
+	}
+	if opts.MetricFamilyName != "" {
+		a.meta[strings.Clone(opts.MetricFamilyName)] = actastore.Metadata{Type: opts.Metadata.Type, Unit: opts.Metadata.Unit, Help: opts.Metadata.Help}
+	}
 	if h != nil || fh != nil {
 		a.histograms++
+		hs := actastore.HistogramSample{T: t, H: h, FH: fh}
+		for i := range a.hists {
+			if labels.Equal(a.hists[i].Labels, ls) {
+				a.hists[i].Histograms = append(a.hists[i].Histograms, hs)
+				return 0, nil
+			}
+		}
+		a.hists = append(a.hists, actastore.SeriesExtras{Labels: ls.Copy(), Histograms: []actastore.HistogramSample{hs}})
 		return 0, nil
 	}
 	for i := range a.series {

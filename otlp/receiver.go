@@ -105,6 +105,15 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 		}
 	}
 
+	if len(tr.Extras) > 0 || len(tr.Metadata) > 0 {
+		rej, rs, err := r.appendExtras(ctx, tr)
+		if err != nil {
+			return pmetricotlp.ExportResponse{}, err
+		}
+		rejected += rej
+		reasons = append(reasons, rs...)
+	}
+
 	resp := pmetricotlp.NewExportResponse()
 	if rejected > 0 || len(reasons) > 0 {
 		ps := resp.PartialSuccess()
@@ -115,6 +124,38 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 			rejected, tr.DataPoints, strings.Join(reasons, "; ")), "\uFFFD"))
 	}
 	return resp, nil
+}
+
+// appendExtras stores the native histograms and metadata after the float
+// samples. A store without ExtrasAppender rejects the histogram data points
+// (partial_success says so); metadata is then dropped silently.
+func (r *Receiver) appendExtras(ctx context.Context, tr *Translation) (int, []string, error) {
+	ea, ok := r.app.(actastore.ExtrasAppender)
+	if !ok {
+		if tr.Histograms == 0 {
+			return 0, nil, nil
+		}
+		return tr.Histograms, []string{"exponential histograms are not stored: the store has no native histograms"}, nil
+	}
+	res, err := ea.AppendExtras(ctx, actastore.ExtrasBatch{Series: tr.Extras, Metadata: tr.Metadata})
+	switch out, _, _ := classifyStoreError(err); out {
+	case outcomeOK:
+		if res.HistogramsRejected == 0 {
+			return 0, nil, nil
+		}
+		reasons := []string{fmt.Sprintf("store rejected %d of the batch's histograms", res.HistogramsRejected)}
+		for i, e := range res.Errors {
+			if i == 3 {
+				break
+			}
+			reasons = append(reasons, e.Error())
+		}
+		return res.HistogramsRejected, reasons, nil
+	case outcomeRejected:
+		return tr.Histograms, []string{fmt.Sprintf("store refused the histograms: %v", err)}, nil
+	default:
+		return 0, nil, fmt.Errorf("cannot store %d histograms: %w", tr.Histograms, err)
+	}
 }
 
 func storeReasons(res actastore.AppendResult) []string {

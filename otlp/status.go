@@ -39,6 +39,7 @@ func classifyStoreError(err error) (outcome, int, codes.Code) {
 	case err == nil:
 		return outcomeOK, http.StatusOK, codes.OK
 	case errors.Is(err, actastore.ErrInvalidSeries),
+		errors.Is(err, actastore.ErrInvalidHistogram),
 		errors.Is(err, actastore.ErrOutOfOrder),
 		errors.Is(err, actastore.ErrDuplicateSample),
 		errors.Is(err, actastore.ErrTooManySeries):

@@ -19,6 +19,13 @@ type Translation struct {
 	Series []actastore.SeriesSamples
 	// Samples is the number of samples in Series.
 	Samples int
+	// Extras holds the native histograms (from exponential histograms),
+	// grouped by series like Series; Histograms counts them.
+	Extras     []actastore.SeriesExtras
+	Histograms int
+	// Metadata is each translated metric family's type, unit and help, as
+	// Prometheus's OTLP receiver derives them.
+	Metadata []actastore.NamedMetadata
 	// DataPoints counts every data point in the request, accepted or not.
 	DataPoints int
 	// Rejected counts data points refused by translation (unsupported
@@ -51,6 +58,8 @@ type Translator struct {
 	out            *Translation
 	index          map[uint64]int   // labels hash -> first index into out.Series
 	collisions     map[uint64][]int // further indexes for a hash shared by different labels
+	hindex         map[uint64][]int // labels hash -> indexes into out.Extras
+	mindex         map[string]int   // family name -> index into out.Metadata
 	seenTargetInfo map[targetInfoKey]struct{}
 	slab           []actastore.Sample // never reused across requests: batches keep their slices
 	res            resourceLabels
@@ -84,6 +93,8 @@ func NewTranslator(cfg Config) *Translator {
 		nameCache:      make(map[string]string, maxCachedNames),
 		index:          make(map[uint64]int),
 		collisions:     make(map[uint64][]int),
+		hindex:         make(map[uint64][]int),
+		mindex:         make(map[string]int),
 		seenTargetInfo: make(map[targetInfoKey]struct{}),
 	}
 }
@@ -98,6 +109,8 @@ func (t *Translator) Translate(md pmetric.Metrics) *Translation {
 	t.slab = nil
 	clear(t.index)
 	clear(t.collisions)
+	clear(t.hindex)
+	clear(t.mindex)
 	clear(t.seenTargetInfo)
 	defer func() { t.out = nil }()
 
@@ -161,6 +174,7 @@ func (t *Translator) translateMetric(m pmetric.Metric) {
 		t.reject(n, "metric %q: %v", m.Name(), err)
 		return
 	}
+	t.addMetadata(m, family)
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
 		t.addNumberDataPoints(m.Name(), family, m.Gauge().DataPoints())

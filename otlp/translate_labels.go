@@ -257,6 +257,7 @@ func (t *Translator) addTargetInfo(r pcommon.Resource, earliest, latest pcommon.
 	if !ls.Has(model.JobLabel) && !ls.Has(model.InstanceLabel) {
 		return
 	}
+	t.setMetadata(targetInfoName, targetInfoMetadata)
 
 	hash := ls.Hash()
 	emit := func(ms int64) {

@@ -147,8 +147,9 @@ func randMetric(r *rand.Rand, m pmetric.Metric) {
 		for range n {
 			dp := h.DataPoints().AppendEmpty()
 			dp.SetTimestamp(ts())
-			dp.SetCount(2)
-			dp.SetZeroCount(2)
+			randExpBuckets(r, dp)
+			dp.SetFlags(flags())
+			randAttrs(r, dp.Attributes(), r.IntN(4))
 		}
 	}
 }
@@ -211,9 +212,14 @@ func TestTranslateRandomAgainstPrometheus(t *testing.T) {
 				}
 			}
 		}
-		if got.Rejected != expHist || prom.histograms != expHist {
-			t.Fatalf("request %d: rejected %d, Prometheus native histograms %d, exponential data points %d; reasons %q",
-				i, got.Rejected, prom.histograms, expHist, got.Reasons)
+		if got.Rejected != 0 || prom.histograms != expHist || got.Histograms != expHist {
+			t.Fatalf("request %d: rejected %d, native histograms %d, Prometheus's %d, exponential data points %d; reasons %q",
+				i, got.Rejected, got.Histograms, prom.histograms, expHist, got.Reasons)
+		}
+		diffLines(t, "random request histograms", formatHistSeries(got.Extras), formatHistSeries(prom.hists))
+		diffLines(t, "random request metadata", formatMetadata(got.Metadata), formatMetadataMap(prom.meta))
+		if t.Failed() {
+			t.Fatalf("request %d differs (config %+v)", i, cfg)
 		}
 	}
 	t.Logf("compared %d random requests, %d skipped (Prometheus failed them): %v", compared, skipped, skipReasons)

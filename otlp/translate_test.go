@@ -125,7 +125,7 @@ func TestTranslateMatchesPrometheus(t *testing.T) {
 			},
 		},
 		{
-			name: "exponential histogram and delta sums are rejected; the rest is kept and target_info spans all",
+			name: "delta sums are rejected; the rest (the exponential histogram a native histogram) is kept and target_info spans all",
 			md: func() pmetric.Metrics {
 				md := pmetric.NewMetrics()
 				sm := newResource(md, svc)
@@ -142,7 +142,7 @@ func TestTranslateMatchesPrometheus(t *testing.T) {
 				targetInfo(t0ms + 450_000),
 				targetInfo(t0ms + 600_000),
 			},
-			rejected: 2,
+			rejected: 1,
 		},
 		{
 			name: "label collisions join values, leading digits and underscores get key_, __name__ and empty values dropped",
@@ -364,6 +364,7 @@ func TestTranslateRejections(t *testing.T) {
 	md := pmetric.NewMetrics()
 	sm := newResource(md, svc)
 	addExpHistogram(sm, "eh", pmetric.AggregationTemporalityCumulative, t0ns)
+	sm.Metrics().At(0).ExponentialHistogram().DataPoints().At(0).SetScale(-5)
 	addSum(sm, "d", "", true, pmetric.AggregationTemporalityDelta, t0ns, 1, nil)
 	addSum(sm, "u", "", true, pmetric.AggregationTemporalityUnspecified, t0ns, 1, nil)
 	addGauge(sm, "bad.attr", "", t0ns, 1, map[string]any{"": "empty key"})
@@ -375,7 +376,7 @@ func TestTranslateRejections(t *testing.T) {
 	}
 	joined := strings.Join(got.Reasons, "\n")
 	for _, want := range []string{
-		`metric "eh": exponential histogram data points are not supported yet`,
+		`metric "eh": exponential histogram scale -5 below the smallest native schema -4`,
 		`metric "d": delta temporality is not supported`,
 		`metric "u": invalid temporality Unspecified`,
 		`metric "bad.attr": label name is empty`,
