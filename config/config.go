@@ -33,6 +33,9 @@ type Config struct {
 	// OTLP is the OTLP metrics receiver's block; its keys, defaults and
 	// validation belong to package otlp.
 	OTLP otlp.Config `yaml:"otlp"`
+	// Rotation seals series files, deletes them for retention and
+	// compacts sealed ones.
+	Rotation RotationConfig `yaml:"rotation"`
 	// Auth and TLS guard the HTTP endpoints and the OTLP gRPC service alike.
 	Auth AuthConfig `yaml:"auth"`
 	TLS  TLSConfig  `yaml:"tls"`
@@ -130,4 +133,37 @@ type RemoteReadConfig struct {
 	// MaxBytesPerFrame bounds one STREAMED_XOR_CHUNKS frame, give or take a
 	// chunk (Prometheus's --storage.remote.read-max-bytes-in-frame).
 	MaxBytesPerFrame ByteSize `yaml:"max_bytes_per_frame"`
+}
+
+// RotationConfig maps onto actastore.Options' Rotation, Retention,
+// Compaction and MaintenanceInterval.
+type RotationConfig struct {
+	// Period seals each series' file at UTC-aligned multiples of Period
+	// (1d: midnight UTC), so every series rotates at the same instants.
+	// 0 rotates by size only.
+	Period Period `yaml:"period"`
+	// MaxFileSize seals a file once it holds this many bytes; 0: no limit.
+	// It also bounds what one compaction holds in memory.
+	MaxFileSize ByteSize `yaml:"max_file_size"`
+	// Interval: how often retention, then compaction, run.
+	Interval   time.Duration    `yaml:"interval"`
+	Retention  RetentionConfig  `yaml:"retention"`
+	Compaction CompactionConfig `yaml:"compaction"`
+}
+
+// RetentionConfig deletes old series files; 0 disables each rule.
+type RetentionConfig struct {
+	// MaxAge deletes files whose every sample is older than this.
+	MaxAge Period `yaml:"max_age"`
+	// MaxSize deletes the oldest sealed files while the data directory
+	// allocates more than this.
+	MaxSize ByteSize `yaml:"max_size"`
+}
+
+// CompactionConfig rewrites sealed files into large blocks.
+type CompactionConfig struct {
+	Enabled           bool     `yaml:"enabled"`
+	BlockRows         int      `yaml:"block_rows"`
+	ZstdLevel         int      `yaml:"zstd_level"`
+	MaxBytesPerSecond ByteSize `yaml:"max_bytes_per_second"` // 0: unpaced
 }

@@ -46,6 +46,8 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	c.validateRotation(&v)
+
 	w := c.RemoteWrite
 	v.rangeInt("remote_write.max_body_bytes", int64(w.MaxBodyBytes), 1<<10, 1<<30)
 	v.rangeInt("remote_write.max_decoded_bytes", int64(w.MaxDecodedBytes), 1<<10, 4<<30)

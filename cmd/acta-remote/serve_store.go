@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/remoteread"
 	"github.com/acta-remote/acta-remote/remotewrite"
+	"github.com/acta-remote/acta-remote/rotation"
 )
 
 // storeOptions maps the storage block, plus the remote-read query limits the
@@ -32,8 +34,23 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 		MaxQuerySeries:   cfg.RemoteRead.MaxSeriesPerQuery,
 		MaxQuerySamples:  cfg.RemoteRead.MaxSamplesPerQuery,
 		ZstdLevel:        s.ZstdLevel,
-		Logger:           log.With("component", "store"),
-		Registerer:       reg,
+		Rotation: rotation.Policy{
+			Period:       time.Duration(cfg.Rotation.Period),
+			MaxFileBytes: int64(cfg.Rotation.MaxFileSize),
+		},
+		Retention: rotation.Retention{
+			MaxAge:   time.Duration(cfg.Rotation.Retention.MaxAge),
+			MaxBytes: int64(cfg.Rotation.Retention.MaxSize),
+		},
+		Compaction: actastore.CompactionOptions{
+			Disabled:    !cfg.Rotation.Compaction.Enabled,
+			BlockRows:   cfg.Rotation.Compaction.BlockRows,
+			ZstdLevel:   cfg.Rotation.Compaction.ZstdLevel,
+			BytesPerSec: int64(cfg.Rotation.Compaction.MaxBytesPerSecond),
+		},
+		MaintenanceInterval: cfg.Rotation.Interval,
+		Logger:              log.With("component", "store"),
+		Registerer:          reg,
 	}
 }
 
