@@ -116,25 +116,9 @@ func TestServeDiskFull(t *testing.T) {
 	url := "http://" + cfg.Listen
 	client := &http.Client{Timeout: 30 * time.Second}
 
-	var acked []int64 // timestamps of acknowledged samples (every series has each)
-	codes := map[string]map[int]int{}
-	next := int64(0)
-	writeN := func(phase string, n int64) int {
-		next++
-		ts := next * 1000
-		code, _ := bpPost(client, url, dfBody(ts, n))
-		if codes[phase] == nil {
-			codes[phase] = map[int]int{}
-		}
-		codes[phase][code]++
-		if code == http.StatusNoContent {
-			for k := range n {
-				acked = append(acked, ts+k)
-			}
-		}
-		return code
-	}
-	write := func(phase string) int { return writeN(phase, 5) }
+	dw := &dfWriter{client: client, url: url, codes: map[string]map[int]int{}}
+	writeN, write := dw.write, func(phase string) int { return dw.write(phase, 5) }
+	codes := dw.codes
 	metric := func(name string) float64 {
 		resp, err := client.Get(url + "/metrics")
 		if err != nil {
@@ -185,15 +169,7 @@ func TestServeDiskFull(t *testing.T) {
 	flushErrs := metric("acta_store_flush_errors_total") - flushErrs0
 	// Failed block appends leave torn frames behind; the store must cut
 	// them (acta.RepairIncompleteTail) before it appends to those files.
-	torn := 0
-	filepath.WalkDir(filepath.Join(cfg.DataDir, "series"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if plan, err := acta.InspectRecovery(p); err == nil && plan.RequiresRepair() {
-				torn++
-			}
-		}
-		return nil
-	})
+	torn := tornFiles(cfg.DataDir)
 
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -222,11 +198,59 @@ func TestServeDiskFull(t *testing.T) {
 		t.Errorf("no block flush failed while the disk was full (metric %.0f): the flush path went untested", flushErrs)
 	}
 
-	slices.Sort(acked)
+	acked := slices.Sorted(slices.Values(dw.acked))
 	dfCheck(t, "live", url, acked)
 	srv.stop(t)
+	validateAll(t, cfg.DataDir)
+	srv = serveInProcess(t, cfg)
+	dfCheck(t, "after restart", url, acked)
+	srv.stop(t)
+}
+
+// dfWriter sends dfBody requests and remembers what was acknowledged.
+type dfWriter struct {
+	client *http.Client
+	url    string
+	acked  []int64 // timestamps of acknowledged samples (every series has each)
+	codes  map[string]map[int]int
+	next   int64
+}
+
+func (w *dfWriter) write(phase string, n int64) int {
+	w.next++
+	ts := w.next * 1000
+	code, _ := bpPost(w.client, w.url, dfBody(ts, n))
+	if w.codes[phase] == nil {
+		w.codes[phase] = map[int]int{}
+	}
+	w.codes[phase][code]++
+	if code == http.StatusNoContent {
+		for k := range n {
+			w.acked = append(w.acked, ts+k)
+		}
+	}
+	return code
+}
+
+// tornFiles counts series files with an incomplete final frame.
+func tornFiles(dataDir string) int {
+	torn := 0
+	filepath.WalkDir(filepath.Join(dataDir, "series"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if plan, err := acta.InspectRecovery(p); err == nil && plan.RequiresRepair() {
+				torn++
+			}
+		}
+		return nil
+	})
+	return torn
+}
+
+// validateAll runs full Acta validation on every series file.
+func validateAll(t *testing.T, dataDir string) {
+	t.Helper()
 	files := 0
-	err := filepath.WalkDir(filepath.Join(cfg.DataDir, "series"), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(dataDir, "series"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -239,9 +263,76 @@ func TestServeDiskFull(t *testing.T) {
 	if err != nil || files == 0 {
 		t.Fatalf("walking series files: %d files, %v", files, err)
 	}
-	srv = serveInProcess(t, cfg)
-	dfCheck(t, "after restart", url, acked)
-	srv.stop(t)
+}
+
+// TestServeDiskFullKill is the harsher ending: the binary is killed
+// (SIGKILL) while the disk is still full, with failed flushes' torn tails
+// in the series files and refused records cut from the WAL. Space is then
+// freed and the server restarted: start-up repairs the files and replays
+// the WAL, every acknowledged sample is there, and after a clean stop
+// every file validates.
+func TestServeDiskFullKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("disk-full test skipped in -short mode")
+	}
+	root := mountTmpfs(t, 8<<20)
+	bin := buildBinary(t)
+	cfgFile := filepath.Join(t.TempDir(), "acta.yaml")
+	if err := os.WriteFile(cfgFile, []byte(`
+storage:
+  wal_segment_size: 1MiB
+  block_rows: 1000
+  max_head_age: 1s
+otlp:
+  grpc:
+    enabled: false
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(root, "data")
+	args := []string{"--config", cfgFile, "--listen", "127.0.0.1:0", "--data-dir", data}
+	p := start(t, bin, args...)
+	dw := &dfWriter{client: &http.Client{Timeout: 30 * time.Second}, url: p.url, codes: map[string]map[int]int{}}
+	for range 30 {
+		if c := dw.write("before", 5); c != http.StatusNoContent {
+			t.Fatalf("write before the disk fills: %d", c)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if c := dw.write("before", 600); c != http.StatusNoContent {
+		t.Fatalf("write before the disk fills: %d", c)
+	}
+	filler := filepath.Join(root, "filler")
+	fillDisk(t, filler)
+	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); {
+		if c := dw.write("full", 5); c != http.StatusNoContent && c < 500 && c != http.StatusTooManyRequests {
+			t.Errorf("write on a full disk: %d, want 5xx (or 204/429)", c)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	torn := tornFiles(data)
+	p.stop(t, syscall.SIGKILL)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("codes: %v; %d series files torn when killed", dw.codes, torn)
+	if dw.codes["full"][http.StatusInternalServerError] == 0 || torn == 0 {
+		t.Errorf("the fault was not exercised: codes %v, %d torn files", dw.codes["full"], torn)
+	}
+
+	p = start(t, bin, args...)
+	dw.url = p.url
+	dfCheck(t, "after kill -9 on a full disk", p.url, slices.Sorted(slices.Values(dw.acked)))
+	for range 10 {
+		if c := dw.write("restarted", 5); c != http.StatusNoContent {
+			t.Fatalf("write after the restart: %d", c)
+		}
+	}
+	p.stop(t, syscall.SIGTERM)
+	validateAll(t, data)
+	p = start(t, bin, args...)
+	dfCheck(t, "after a clean restart", p.url, slices.Sorted(slices.Values(dw.acked)))
+	p.stop(t, syscall.SIGTERM)
 }
 
 // dfCheck requires every acknowledged sample, bit for bit, in every series.
