@@ -137,9 +137,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		grpcSrv.Stop(context.Background())
 		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeStore())
 	}
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-	}
 	rt := newRouter(cfg, store, rcv, log, reg, authn)
 	srv := &http.Server{
 		Handler:           rt,
@@ -156,7 +153,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		"tls", tlsCfg != nil, "mtls", tlsCfg != nil && tlsCfg.ClientCAs != nil, "auth", authn.Enabled())
 
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if tlsCfg != nil {
+			// ServeTLS (certificates already in TLSConfig) also offers
+			// HTTP/2, and answers plain HTTP with a 400 instead of a
+			// failed handshake.
+			srv.TLSConfig = tlsCfg
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	if grpcSrv != nil { // nil when otlp.grpc.enabled is false
 		go func() {
 			if err := grpcSrv.Serve(); err != nil {
