@@ -1,0 +1,270 @@
+package actastore
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acta-remote/acta-remote/rotation"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// The rotation crash test kills (SIGKILL) a child that ingests with hourly
+// rotation while maintenance runs back to back (retention by age and
+// unpaced compaction every few ms), so kills land mid-compaction (a .tmp
+// left behind), mid-retention and mid-flush. After each kill the parent
+// reopens the store and checks: every acknowledged sample inside retention
+// is in the series files exactly once with its exact bits, nothing appears
+// that was never sent, no temporary file survives Open, every file
+// validates.
+
+const (
+	rotCrashEnvDir   = "ACTASTORE_ROTCRASH_DIR"
+	rotCrashEnvStart = "ACTASTORE_ROTCRASH_START"
+	rotCrashSeries   = 8
+	rotCrashStep     = int64(60000) // one batch = one minute of data time
+	rotCrashKeep     = 3 * time.Hour
+)
+
+func rotCrashOptions(clk *fakeClock) Options {
+	return Options{
+		BlockRows: 16, MaxHeadAge: 5 * time.Millisecond, WALSegmentSize: 16 << 10, MaxOpenFiles: 4,
+		Now: clk.Now, Logger: quiet, MaintenanceInterval: 2 * time.Millisecond,
+		Rotation:   rotation.Policy{Period: time.Hour},
+		Retention:  rotation.Retention{MaxAge: rotCrashKeep},
+		Compaction: CompactionOptions{BlockRows: 4096},
+	}
+}
+
+func rotCrashT(n int) int64 { return day0 + int64(n)*rotCrashStep }
+
+// rotCrashValue is a function of series and timestamp only, so a batch
+// resent by a later round is an exact duplicate.
+func rotCrashValue(i int, t int64) float64 {
+	if (t/rotCrashStep+int64(i))%17 == 0 {
+		return staleNaN
+	}
+	return float64(t%100003)*0.25 + float64(i)
+}
+
+// rotCrashBatch is batch n: one sample per series, and every 7th batch an
+// out-of-order sample for series 0 two periods back (off the minute grid).
+func rotCrashBatch(n int) []SeriesSamples {
+	t := rotCrashT(n)
+	b := make([]SeriesSamples, rotCrashSeries)
+	for i := range b {
+		b[i] = SeriesSamples{Labels: rotCrashLabels(i), Samples: []Sample{{T: t, V: rotCrashValue(i, t)}}}
+	}
+	if n%7 == 0 && n > 200 {
+		old := t - 2*hour + 7
+		b[0].Samples = append([]Sample{{T: old, V: rotCrashValue(0, old)}}, b[0].Samples...)
+	}
+	return b
+}
+
+func rotCrashLabels(i int) labels.Labels {
+	return labels.FromStrings("__name__", "rot_crash", "series", strconv.Itoa(i))
+}
+
+func TestRotationCrashChild(t *testing.T) {
+	dir := os.Getenv(rotCrashEnvDir)
+	if dir == "" {
+		t.Skip("only run as the rotation crash test's child")
+	}
+	start, _ := strconv.Atoi(os.Getenv(rotCrashEnvStart))
+	clk := &fakeClock{}
+	clk.Set(rotCrashT(start))
+	s, err := Open(dir, rotCrashOptions(clk))
+	if err != nil {
+		fmt.Printf("error %v\n", err)
+		os.Exit(3)
+	}
+	fmt.Println("ready")
+	for n := start; ; n++ {
+		res, err := s.Append(ctx, rotCrashBatch(n))
+		if err != nil || res.SamplesRejected != 0 {
+			fmt.Printf("error batch %d: %v %v\n", n, err, res.Errors)
+			os.Exit(4)
+		}
+		clk.Set(rotCrashT(n)) // data time drives head age, rotation and retention
+		fmt.Printf("ack %d\n", n)
+	}
+}
+
+func TestRotationCrashKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test is slow")
+	}
+	rounds := 20
+	if v := os.Getenv("ACTASTORE_ROTCRASH_ROUNDS"); v != "" {
+		rounds, _ = strconv.Atoi(v)
+	}
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(7, 7))
+	next, tmps, compacted := 0, 0, 0
+	for round := 0; round < rounds; round++ {
+		maxAck := runRotCrashChild(t, dir, next, time.Duration(150+r.IntN(600))*time.Millisecond)
+		if maxAck < next {
+			t.Fatalf("round %d: nothing acknowledged", round)
+		}
+		tmps += countTmp(t, dir)
+		clk := &fakeClock{}
+		clk.Set(rotCrashT(maxAck))
+		opts := rotCrashOptions(clk)
+		opts.MaintenanceInterval = -1
+		opts.MaxHeadAge = time.Hour
+		s, err := Open(dir, opts)
+		if err != nil {
+			t.Fatalf("round %d: reopen: %v", round, err)
+		}
+		if n := countTmp(t, dir); n != 0 {
+			t.Fatalf("round %d: %d temporary files after Open", round, n)
+		}
+		if err := s.FlushAll(); err != nil {
+			t.Fatal(err)
+		}
+		// The child's clock never passed batch maxAck+1: nothing at or
+		// after that time minus the retention may be gone.
+		keepFrom := rotCrashT(maxAck+1) - rotCrashKeep.Milliseconds()
+		for i := 0; i < rotCrashSeries; i++ {
+			counts := map[int64]int{}
+			ms := s.byRef[refOf(t, s, rotCrashLabels(i))]
+			for _, st := range ms.files {
+				p := seriesFilePath(dir, ms.ref, st)
+				err := readSeriesFile(p, math.MinInt64, math.MaxInt64, func(b block) error {
+					for k, ts := range b.ts {
+						if math.Float64bits(b.vs[k]) != math.Float64bits(rotCrashValue(i, ts)) {
+							return fmt.Errorf("series %d sample at %d has value %v, never sent", i, ts, b.vs[k])
+						}
+						// On the minute grid, or series 0's out-of-order samples (grid + 7 ms).
+						if off := (ts - day0) % rotCrashStep; off != 0 && (i != 0 || off != 7) {
+							return fmt.Errorf("series %d timestamp %d never sent", i, ts)
+						}
+						counts[ts]++
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("round %d: %s: %v", round, p, err)
+				}
+			}
+			for n := 0; n <= maxAck; n++ {
+				for _, ss := range rotCrashBatch(n)[i : i+1] {
+					for _, smp := range ss.Samples {
+						if smp.T < keepFrom {
+							continue
+						}
+						if c := counts[smp.T]; c != 1 {
+							t.Fatalf("round %d: series %d acked sample at %d (batch %d) stored %d times", round, i, smp.T, n, c)
+						}
+					}
+				}
+			}
+		}
+		st := s.rm
+		if round%2 == 0 {
+			if _, err := s.Maintain(); err != nil {
+				t.Fatal(err)
+			}
+			compacted += int(testutil.ToFloat64(st.Compactions.WithLabelValues("done")))
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			s.abandon()
+		}
+		validateAll(t, dir)
+		next = maxAck + 2
+	}
+	files := validateAll(t, dir)
+	// Retention ran in the children: of the hourly files of the data time
+	// covered, only the last few hours' are left.
+	t.Logf("%d rounds, %d batches (%d h of data time); %d compaction temp files left by kills (swept at Open); parent passes compacted %d files; %d files left, all valid",
+		rounds, next, int64(next)*rotCrashStep/hour, tmps, compacted, files)
+	if files > rotCrashSeries*(int(rotCrashKeep/time.Hour)+3) {
+		t.Errorf("%d files left: retention did not keep up", files)
+	}
+}
+
+// countTmp counts compaction temporary files under the series directory.
+func countTmp(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(filepath.Join(dir, seriesDirName), func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, tmpSuffix) {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// runRotCrashChild runs the child from batch start for about d, kills it,
+// and returns the last acknowledged batch.
+func runRotCrashChild(t *testing.T, dir string, start int, d time.Duration) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRotationCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), rotCrashEnvDir+"="+dir, rotCrashEnvStart+"="+strconv.Itoa(start))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var maxAck atomic.Int64
+	maxAck.Store(int64(start - 1))
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		once := false
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "ready" && !once:
+				once = true
+				close(ready)
+			case strings.HasPrefix(line, "ack "):
+				n, _ := strconv.Atoi(line[4:])
+				maxAck.Store(int64(n))
+			case strings.HasPrefix(line, "error"):
+				if !once {
+					close(ready)
+				}
+				done <- fmt.Errorf("child: %s", line)
+				return
+			}
+		}
+		if !once {
+			close(ready)
+		}
+		done <- nil
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("child never became ready")
+	}
+	time.Sleep(d)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cerr := <-done
+	cmd.Wait()
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	return int(maxAck.Load())
+}
