@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -128,9 +131,12 @@ func TestPrometheusRemoteWriteAndRead(t *testing.T) {
 	r := startRig(t, "prometheus-writer.yml")
 
 	t.Run("write 30s then read", func(t *testing.T) {
+		r.hold(t, r.start.Add(15*time.Second))
+		r.stopTarget() // its series get stale markers from the next scrape on
 		r.hold(t, r.start.Add(33*time.Second))
 		// A few seconds behind now, so every scrape up to end is in the TSDB.
-		r.checkpoint(t, time.Now().Add(-3*time.Second).Truncate(time.Second), 60*time.Second)
+		want := r.checkpoint(t, time.Now().Add(-3*time.Second).Truncate(time.Second), 60*time.Second)
+		checkSpecialValues(t, want.results[0])
 		checkNoFailedSends(t, r.prom1.base)
 	})
 
@@ -244,6 +250,105 @@ type rig struct {
 	// start is just before Prometheus #1 started, in whole seconds so that
 	// the 1 s step of range queries lands on one grid for both servers.
 	start time.Time
+	// The test's own scrape target (see startTarget) and how to take it away.
+	targetAddr string
+	stopTarget func()
+}
+
+// specialValues are the gauges the test's own target serves: the exposition
+// text, and the float64 Prometheus must store for it.
+//
+// No -0: Prometheus stores it, but its gogo-protobuf encoders (prompb and
+// writev2, `if m.Value != 0`) leave a zero-valued double off the wire, so a
+// receiver always gets +0. Seen with a Prometheus receiver too.
+var specialValues = []struct {
+	name, text string
+	want       float64
+}{
+	{"nan", "NaN", math.NaN()},
+	{"pos_inf", "+Inf", math.Inf(1)},
+	{"neg_inf", "-Inf", math.Inf(-1)},
+	{"smallest_subnormal", "5e-324", math.SmallestNonzeroFloat64},
+	{"max", "1.7976931348623157e+308", math.MaxFloat64},
+	{"tenth", "0.1", 0.1},
+	{"two53_plus_one", "9007199254740993", 1 << 53}, // rounds to 2^53 when parsed
+	{"neg_pi", "-3.141592653589793", -math.Pi},
+}
+
+// startTarget serves /metrics on a free loopback port: the special values as
+// gauges plus a counter growing by 0.1 per scrape (so its floats pick up
+// rounding noise). It returns the address and a func that closes the server,
+// after which Prometheus's scrapes fail and it writes stale markers.
+func startTarget(t *testing.T) (string, func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	counter := 0.0
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		counter += 0.1
+		c := counter
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		var b strings.Builder
+		b.WriteString("# TYPE e2e_special gauge\n")
+		for _, v := range specialValues {
+			fmt.Fprintf(&b, "e2e_special{case=%q} %s\n", v.name, v.text)
+		}
+		fmt.Fprintf(&b, "# TYPE e2e_tenths_total counter\ne2e_tenths_total %s\n", strconv.FormatFloat(c, 'g', -1, 64))
+		io.WriteString(w, b.String())
+	})}
+	go srv.Serve(ln)
+	var once sync.Once
+	stop := func() { once.Do(func() { srv.Close() }) }
+	t.Cleanup(stop)
+	return ln.Addr().String(), stop
+}
+
+// checkSpecialValues asserts that Prometheus #1 itself stored the target's
+// values as intended and saw the target go away, so that the comparison with
+// #2 covers special floats and stale markers.
+func checkSpecialValues(t *testing.T, raw []series) {
+	t.Helper()
+	found := map[string]bool{}
+	var upValues []string
+	for _, s := range raw {
+		if s.labels["job"] != "e2e-target" {
+			continue
+		}
+		switch s.labels["__name__"] {
+		case "up":
+			for _, smp := range s.samples {
+				upValues = append(upValues, smp.v)
+			}
+		case "e2e_special":
+			for _, v := range specialValues {
+				if s.labels["case"] != v.name {
+					continue
+				}
+				found[v.name] = true
+				for _, smp := range s.samples {
+					got, err := strconv.ParseFloat(smp.v, 64)
+					if err != nil || math.Float64bits(got) != math.Float64bits(v.want) && !(math.IsNaN(got) && math.IsNaN(v.want)) {
+						t.Errorf("prometheus#1 stored e2e_special{case=%q} as %s, want %v", v.name, smp.v, v.want)
+						break
+					}
+				}
+			}
+		}
+	}
+	for _, v := range specialValues {
+		if !found[v.name] {
+			t.Errorf("prometheus#1 has no e2e_special{case=%q}", v.name)
+		}
+	}
+	up := strings.Join(upValues, " ")
+	if !strings.HasPrefix(up, "1") || !strings.HasSuffix(up, "0") {
+		t.Errorf("up{job=\"e2e-target\"} on prometheus#1 = [%s], want 1s then 0s (the target goes away)", up)
+	}
 }
 
 // startRig starts the backend, then Prometheus #2 (reader) and Prometheus #1
@@ -259,7 +364,8 @@ func startRig(t *testing.T, writerTemplate string) *rig {
 	r.prom1 = promAPI{name: "prometheus#1 (own TSDB)", base: "http://" + addrs[1]}
 	r.prom2 = promAPI{name: "prometheus#2 (remote read from " + r.be.name + ")", base: "http://" + addrs[2]}
 
-	vars := map[string]string{"PrometheusAddr": addrs[1], "ActaRemoteAddr": r.be.addr}
+	r.targetAddr, r.stopTarget = startTarget(t)
+	vars := map[string]string{"PrometheusAddr": addrs[1], "ActaRemoteAddr": r.be.addr, "TargetAddr": r.targetAddr}
 	writerCfg := renderConfig(t, writerTemplate, filepath.Join(tmp, writerTemplate), vars)
 	readerCfg := renderConfig(t, "prometheus-reader.yml", filepath.Join(tmp, "prometheus-reader.yml"), vars)
 
