@@ -131,7 +131,7 @@ func readHistograms(t *testing.T, url string, streamed bool) map[string]*readBac
 			t.Fatal(err)
 		}
 		for _, ts := range rr.Results[0].Timeseries {
-			rb := get(ts.ToLabels(&labels.ScratchBuilder{}, nil).Get("__name__"))
+			rb := get(ts.ToLabels(&labels.ScratchBuilder{}, nil).String())
 			for _, s := range ts.Samples {
 				rb.floats = append(rb.floats, actastore.Sample{T: s.Timestamp, V: s.Value})
 			}
@@ -154,7 +154,7 @@ func readHistograms(t *testing.T, url string, streamed bool) map[string]*readBac
 			t.Fatal(err)
 		}
 		for _, cs := range cresp.ChunkedSeries {
-			rb := get(cs.ToLabels(&labels.ScratchBuilder{}, nil).Get("__name__"))
+			rb := get(cs.ToLabels(&labels.ScratchBuilder{}, nil).String())
 			for _, c := range cs.Chunks {
 				enc := map[prompb.Chunk_Encoding]chunkenc.Encoding{prompb.Chunk_XOR: chunkenc.EncXOR,
 					prompb.Chunk_HISTOGRAM: chunkenc.EncHistogram, prompb.Chunk_FLOAT_HISTOGRAM: chunkenc.EncFloatHistogram}[c.Type]
@@ -185,31 +185,37 @@ func readHistograms(t *testing.T, url string, streamed bool) map[string]*readBac
 	return out
 }
 
-// chunkHint is the reset hint a sample reads back with from a chunk (see
-// histograms.go): gauges stay gauges; the first sample of a series, a
-// reset, a stale marker and the sample after it (each starts a chunk, whose
-// header Prometheus's encoder leaves Unknown for the reader to detect) read
-// Unknown; every other sample reads NotCounterReset.
-func chunkHint(first bool, h histogram.CounterResetHint) histogram.CounterResetHint {
+// hintOK says whether a reset hint read back from a chunk is what
+// Prometheus's chunks can give for a stored one (see histograms.go): a
+// gauge stays a gauge; otherwise a sample that starts a chunk reads Unknown
+// (Prometheus's encoder leaves the header for the reader to detect a
+// reset, and cuts a chunk at a reset, a stale marker, a layout it cannot
+// recode, or every 120 samples) and the others NotCounterReset, so a
+// stored reset can only read Unknown (or CounterReset), and the series'
+// first sample Unknown.
+func hintOK(first bool, stored, got histogram.CounterResetHint) bool {
 	switch {
-	case h == histogram.GaugeType:
-		return h
-	case first || h == histogram.CounterReset:
-		return histogram.UnknownCounterReset
+	case stored == histogram.GaugeType:
+		return got == histogram.GaugeType
+	case first:
+		return got == histogram.UnknownCounterReset
+	case stored == histogram.CounterReset:
+		return got == histogram.UnknownCounterReset || got == histogram.CounterReset
 	}
-	return histogram.NotCounterReset
+	return got == histogram.UnknownCounterReset || got == histogram.NotCounterReset
 }
 
 // checkHistRead compares read-back series with what was stored, bit for
 // bit; chunks keep every field but the per-sample reset hint, which they
-// reduce as chunkHint says.
+// reduce as hintOK says, and the bucket layout, which they widen with
+// empty buckets.
 func checkHistRead(t *testing.T, what string, got map[string]*readBack, want []*memHistSeries, streamed bool) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d series back, want %d", what, len(got), len(want))
 	}
 	for _, w := range want {
-		name := w.lset.Get("__name__")
+		name := w.lset.String()
 		g := got[name]
 		if g == nil || len(g.hists) != len(w.hists) || len(g.floats) != len(w.floats) {
 			t.Fatalf("%s %s: got %+v", what, name, g)
@@ -221,15 +227,35 @@ func checkHistRead(t *testing.T, what string, got map[string]*readBack, want []*
 		}
 		for i, ws := range w.hists {
 			gs := g.hists[i]
+			if streamed && value.IsStaleNaN(ws.Sum()) {
+				// A chunk keeps a stale marker as just that: the stale sum
+				// (exact bits) at its timestamp, counts and buckets dropped.
+				if gs.T != ws.T || gs.IsFloat() != ws.IsFloat() || math.Float64bits(gs.Sum()) != math.Float64bits(ws.Sum()) {
+					t.Fatalf("%s %s histogram %d: stale marker read back as %v %v", what, name, i, gs.H, gs.FH)
+				}
+				continue
+			}
 			if streamed {
-				first := i == 0 || value.IsStaleNaN(ws.Sum()) || value.IsStaleNaN(w.hists[i-1].Sum())
-				ws = withHint(ws, chunkHint(first, hintOf(ws)))
+				if !hintOK(i == 0, hintOf(ws), hintOf(gs)) {
+					t.Fatalf("%s %s histogram %d: reset hint %d read back as %d", what, name, i, hintOf(ws), hintOf(gs))
+				}
+				// All samples of a chunk share one bucket layout: the encoder
+				// adds empty buckets to earlier samples. Compare the buckets
+				// without empty ones.
+				ws, gs = compacted(withHint(ws, hintOf(gs))), compacted(gs)
 			}
 			if string(histfile.AppendRecord(nil, ws)) != string(histfile.AppendRecord(nil, gs)) {
 				t.Fatalf("%s %s histogram %d:\n got %x\nwant %x", what, name, i, histfile.AppendRecord(nil, gs), histfile.AppendRecord(nil, ws))
 			}
 		}
 	}
+}
+
+func compacted(s histfile.Sample) histfile.Sample {
+	if s.FH != nil {
+		return histfile.Sample{T: s.T, FH: s.FH.Copy().Compact(0)}
+	}
+	return histfile.Sample{T: s.T, H: s.H.Copy().Compact(0)}
 }
 
 func hintOf(s histfile.Sample) histogram.CounterResetHint {
