@@ -346,8 +346,10 @@ func checkSpecialValues(t *testing.T, raw []series) {
 		}
 	}
 	up := strings.Join(upValues, " ")
-	if !strings.HasPrefix(up, "1") || !strings.HasSuffix(up, "0") {
-		t.Errorf("up{job=\"e2e-target\"} on prometheus#1 = [%s], want 1s then 0s (the target goes away)", up)
+	// A scrape may time out on a busy machine, so only ask for some 1s and a
+	// 0 at the end.
+	if !strings.Contains(up, "1") || !strings.HasSuffix(up, "0") {
+		t.Errorf("up{job=\"e2e-target\"} on prometheus#1 = [%s], want 1s, then 0s once the target is gone", up)
 	}
 }
 
