@@ -25,8 +25,8 @@ const (
 	ColSum            = "sum"              // float64 bits; the stale NaN marks a stale sample
 	ColPosSpans       = "positive_spans"   // binary: spans
 	ColNegSpans       = "negative_spans"   // binary: spans
-	ColPosBuckets     = "positive_buckets" // binary: deltas (integer) or counts (float)
-	ColNegBuckets     = "negative_buckets" // binary: deltas (integer) or counts (float)
+	ColPosBuckets     = "positive_buckets" // binary: mode byte, then deltas (integer) or counts (float), see buckets.go
+	ColNegBuckets     = "negative_buckets" // binary: as positive_buckets
 	ColCustomValues   = "custom_values"    // binary: float64 bits, schema -53 only
 )
 
@@ -72,7 +72,9 @@ func (c *binCol) add(b []byte) {
 }
 
 // Batch turns samples into one Acta batch of the histogram schema, rows in
-// the order given.
+// the order given. The batch must be written as one block (bucket columns
+// refer to the previous row of their block): callers keep batches within
+// the writer's row and byte block targets.
 func Batch(ss []Sample) *acta.Batch {
 	n := len(ss)
 	ts := make([]int64, n)
@@ -94,8 +96,12 @@ func Batch(ss []Sample) *acta.Batch {
 			fcnt[i], fzc[i], sum[i] = fh.Count, fh.ZeroCount, fh.Sum
 			ps.add(appendSpans(scratch[:0], fh.PositiveSpans))
 			ns.add(appendSpans(scratch[:0], fh.NegativeSpans))
-			pb.add(appendFloats(scratch[:0], fh.PositiveBuckets))
-			nb.add(appendFloats(scratch[:0], fh.NegativeBuckets))
+			var prevPos, prevNeg []float64
+			if i > 0 && ss[i-1].FH != nil {
+				prevPos, prevNeg = ss[i-1].FH.PositiveBuckets, ss[i-1].FH.NegativeBuckets
+			}
+			pb.add(appendFloatBuckets(scratch[:0], fh.PositiveBuckets, prevPos))
+			nb.add(appendFloatBuckets(scratch[:0], fh.NegativeBuckets, prevNeg))
 			cv.add(appendFloats(scratch[:0], fh.CustomValues))
 			continue
 		}
@@ -104,8 +110,12 @@ func Batch(ss []Sample) *acta.Batch {
 		cnt[i], zc[i], sum[i] = h.Count, h.ZeroCount, h.Sum
 		ps.add(appendSpans(scratch[:0], h.PositiveSpans))
 		ns.add(appendSpans(scratch[:0], h.NegativeSpans))
-		pb.add(appendDeltas(scratch[:0], h.PositiveBuckets))
-		nb.add(appendDeltas(scratch[:0], h.NegativeBuckets))
+		var prevPos, prevNeg []int64
+		if i > 0 && ss[i-1].H != nil {
+			prevPos, prevNeg = ss[i-1].H.PositiveBuckets, ss[i-1].H.NegativeBuckets
+		}
+		pb.add(appendIntBuckets(scratch[:0], h.PositiveBuckets, prevPos))
+		nb.add(appendIntBuckets(scratch[:0], h.NegativeBuckets, prevNeg))
 		cv.add(appendFloats(scratch[:0], h.CustomValues))
 	}
 	if n == 0 {
@@ -170,6 +180,7 @@ func Decode(dst []Sample, b *acta.Batch) ([]Sample, error) {
 			return dst, e
 		}
 	}
+	var prev Sample // the block's previous row: bucket columns may refer to it
 	for i := 0; i < b.Rows; i++ {
 		pspans, err := decodeSpans(ps.Value(i))
 		if err != nil {
@@ -185,11 +196,15 @@ func Decode(dst []Sample, b *acta.Batch) ([]Sample, error) {
 		}
 		s := Sample{T: ts.Values[i]}
 		if isF.Values[i] {
-			pos, err := decodeFloats(pb.Value(i))
+			var prevPos, prevNeg []float64
+			if prev.FH != nil {
+				prevPos, prevNeg = prev.FH.PositiveBuckets, prev.FH.NegativeBuckets
+			}
+			pos, err := decodeFloatBuckets(pb.Value(i), prevPos)
 			if err != nil {
 				return dst, fmt.Errorf("row %d positive buckets: %w", i, err)
 			}
-			neg, err := decodeFloats(nb.Value(i))
+			neg, err := decodeFloatBuckets(nb.Value(i), prevNeg)
 			if err != nil {
 				return dst, fmt.Errorf("row %d negative buckets: %w", i, err)
 			}
@@ -200,11 +215,15 @@ func Decode(dst []Sample, b *acta.Batch) ([]Sample, error) {
 				CustomValues: custom,
 			}
 		} else {
-			pos, err := decodeDeltas(pb.Value(i))
+			var prevPos, prevNeg []int64
+			if prev.H != nil {
+				prevPos, prevNeg = prev.H.PositiveBuckets, prev.H.NegativeBuckets
+			}
+			pos, err := decodeIntBuckets(pb.Value(i), prevPos)
 			if err != nil {
 				return dst, fmt.Errorf("row %d positive buckets: %w", i, err)
 			}
-			neg, err := decodeDeltas(nb.Value(i))
+			neg, err := decodeIntBuckets(nb.Value(i), prevNeg)
 			if err != nil {
 				return dst, fmt.Errorf("row %d negative buckets: %w", i, err)
 			}
@@ -216,6 +235,7 @@ func Decode(dst []Sample, b *acta.Batch) ([]Sample, error) {
 			}
 		}
 		dst = append(dst, s)
+		prev = s
 	}
 	return dst, nil
 }
