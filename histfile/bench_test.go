@@ -80,7 +80,7 @@ func BenchmarkBytesPerHistogram(b *testing.B) {
 	for _, c := range []struct {
 		name      string
 		blockRows int
-	}{{"block20", 20}, {"block240", 240}, {"block4096", 4096}} {
+	}{{"block20", 20}, {"block80", 80}, {"block240", 240}, {"block4096", 4096}} {
 		b.Run(c.name, func(b *testing.B) {
 			var size int64
 			for b.Loop() {
