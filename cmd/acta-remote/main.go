@@ -8,6 +8,8 @@
 //	acta-remote head FILE [-n N] [--json]
 //	acta-remote validate FILE [--level structural|full]
 //	acta-remote recover FILE [--repair]
+//	acta-remote query --data-dir DIR [--start T] [--end T] [--json] SELECTOR
+//	acta-remote tail --data-dir DIR [--since D] [--poll D] [--json] SELECTOR
 //
 // Each subcommand lives in its own file and registers itself in commands.
 package main

@@ -114,15 +114,17 @@ func parseTime(s string) (int64, error) {
 }
 
 // printer writes samples as text (a labels line, then one tab-separated line
-// per sample) or JSON (one object per sample). Values are printed with
-// their exact bits: NaN payloads (stale markers) and -0 are told apart.
+// per sample; with inline, the labels start every line, for tail's
+// interleaved series) or JSON (one object per sample). Values are printed
+// with their exact bits: NaN payloads (stale markers) and -0 are told apart.
 type printer struct {
-	w    io.Writer
-	json bool
+	w      io.Writer
+	json   bool
+	inline bool
 }
 
 func (p printer) series(lset labels.Labels) {
-	if !p.json {
+	if !p.json && !p.inline {
 		fmt.Fprintln(p.w, lset.String())
 	}
 }
@@ -130,7 +132,11 @@ func (p printer) series(lset labels.Labels) {
 func (p printer) sample(lset labels.Labels, s actastore.Sample) {
 	bits := math.Float64bits(s.V)
 	if !p.json {
-		fmt.Fprintf(p.w, "  %d\t%s\t%s\t0x%016x\n", s.T, fmtMs(s.T), strconv.FormatFloat(s.V, 'g', -1, 64), bits)
+		prefix := "  "
+		if p.inline {
+			prefix = lset.String() + "\t"
+		}
+		fmt.Fprintf(p.w, "%s%d\t%s\t%s\t0x%016x\n", prefix, s.T, fmtMs(s.T), strconv.FormatFloat(s.V, 'g', -1, 64), bits)
 		return
 	}
 	var sb strings.Builder
@@ -180,6 +186,6 @@ func (f *freshness) report(w io.Writer, who string, now time.Time) {
 			who, fmtMs(f.fileNewest), age)
 	}
 	if f.hasWAL && (!f.hasFile || f.walNewest > f.fileNewest) {
-		fmt.Fprintf(w, "%s: the WAL holds acknowledged samples up to %s, not flushed yet\n", who, fmtMs(f.walNewest))
+		fmt.Fprintf(w, "%s: the WAL holds acknowledged samples up to %s; those after the newest flushed one are in the head only\n", who, fmtMs(f.walNewest))
 	}
 }

@@ -57,7 +57,7 @@ func runTail(args []string) int {
 
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	tl := &tailer{ro: ro, ms: ms, p: printer{w: out, json: fa.bools["json"]}, series: map[uint64]*followed{}}
+	tl := &tailer{ro: ro, ms: ms, p: printer{w: out, json: fa.bools["json"], inline: true}, series: map[uint64]*followed{}}
 	tl.cutoff = time.Now().Add(-since).UnixMilli()
 	if err := tl.rescan(true); err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
