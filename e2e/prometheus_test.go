@@ -117,8 +117,10 @@ func (b *backend) start(t *testing.T) {
 }
 
 // TestPrometheusRemoteWriteAndRead runs real Prometheus servers against
-// acta-remote: Prometheus #1 scrapes itself every second and remote-writes
-// everything twice (Remote-Write 1.0 and 2.0, told apart by an rw label);
+// acta-remote: Prometheus #1 scrapes itself and a target served by the test
+// (special float values; taken away mid-run, so stale markers follow) every
+// second and remote-writes everything twice (Remote-Write 1.0 and 2.0, told
+// apart by an rw label);
 // Prometheus #2 has no data of its own and reads acta-remote through
 // remote_read. The same PromQL asked of both must give the same series and the
 // same sample timestamps and float bits: after 30+ s of writing, after a
