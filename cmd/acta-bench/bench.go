@@ -108,6 +108,7 @@ func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return nil, nil, err
 	}
+	defer os.RemoveAll(binDir) // the acta-remote build: 30 MB per results directory otherwise
 	var built actaBuild
 	type entry struct {
 		sys     *system
