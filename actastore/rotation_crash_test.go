@@ -3,6 +3,7 @@ package actastore
 import (
 	"bufio"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -85,7 +86,9 @@ func TestRotationCrashChild(t *testing.T) {
 	start, _ := strconv.Atoi(os.Getenv(rotCrashEnvStart))
 	clk := &fakeClock{}
 	clk.Set(rotCrashT(start))
-	s, err := Open(dir, rotCrashOptions(clk))
+	opts := rotCrashOptions(clk)
+	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	s, err := Open(dir, opts)
 	if err != nil {
 		fmt.Printf("error %v\n", err)
 		os.Exit(3)
@@ -113,6 +116,12 @@ func TestRotationCrashKill9(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 7))
 	next, tmps, compacted := 0, 0, 0
+	// The batch after each round's last acknowledged one may or may not
+	// have reached the WAL before the kill; the next child starts after
+	// it (resending it could write its out-of-order sample twice, which
+	// the store documents as undetected), so it may be absent, never
+	// doubled.
+	skipped := map[int]bool{}
 	for round := 0; round < rounds; round++ {
 		maxAck := runRotCrashChild(t, dir, next, time.Duration(150+r.IntN(600))*time.Millisecond)
 		if maxAck < next {
@@ -165,7 +174,7 @@ func TestRotationCrashKill9(t *testing.T) {
 						if smp.T < keepFrom {
 							continue
 						}
-						if c := counts[smp.T]; c != 1 {
+						if c := counts[smp.T]; c != 1 && !(skipped[n] && c == 0) {
 							t.Fatalf("round %d: series %d acked sample at %d (batch %d) stored %d times", round, i, smp.T, n, c)
 						}
 					}
@@ -185,6 +194,7 @@ func TestRotationCrashKill9(t *testing.T) {
 			s.abandon()
 		}
 		validateAll(t, dir)
+		skipped[maxAck+1] = true
 		next = maxAck + 2
 	}
 	files := validateAll(t, dir)

@@ -27,6 +27,7 @@ type fileWriter interface {
 
 // fileOptions are what writers need from the store's Options.
 type fileOptions struct {
+	zstd      bool
 	zstdLevel int
 	blockRows int
 }

@@ -41,8 +41,12 @@ var defaultSchema = func() *acta.Schema {
 }()
 
 func writerOptions(fo fileOptions) acta.WriterOptions {
+	codec := acta.CodecNone
+	if fo.zstd {
+		codec = acta.CodecZstd
+	}
 	return acta.WriterOptions{
-		Codec:     acta.CodecZstd,
+		Codec:     codec,
 		ZstdLevel: fo.zstdLevel,
 		Encoding:  acta.EncodingAdaptive,
 		// appendBlock flushes after each call, so the target only splits a

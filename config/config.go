@@ -89,7 +89,10 @@ type StorageConfig struct {
 	// 0 is unlimited. Bounds head memory (about 16 bytes a sample).
 	MaxHeadSamples int64 `yaml:"max_head_samples"`
 	MaxOpenFiles   int   `yaml:"max_open_files"`
-	ZstdLevel      int   `yaml:"zstd_level"`
+	// FlushCodec is "none" (default: flushes are small and compaction
+	// compresses sealed files) or "zstd" at ZstdLevel.
+	FlushCodec string `yaml:"flush_codec"`
+	ZstdLevel  int    `yaml:"zstd_level"`
 	// MaxSeries is the cardinality limit; 0 means unlimited.
 	MaxSeries int `yaml:"max_series"`
 	// MemoryBudget (0: none) caps what the limits may add up to: half for

@@ -16,6 +16,9 @@ func TestRotationDefaults(t *testing.T) {
 	if r != want {
 		t.Errorf("rotation defaults %+v, want %+v", r, want)
 	}
+	if c := Default().Storage.FlushCodec; c != "none" {
+		t.Errorf("storage.flush_codec default %q", c)
+	}
 }
 
 func TestRotationLoad(t *testing.T) {
@@ -49,6 +52,7 @@ func TestRotationBad(t *testing.T) {
 	f("bad_compaction_zstd.yaml", "rotation.compaction.zstd_level:", "must be between 1 and 22, got 30")
 	f("bad_rotation_sizes.yaml", "rotation.max_file_size:", "must be 0 or between 64KiB and 4GiB, got 1KiB")
 	f("bad_rotation_sizes.yaml", "rotation.retention.max_size:", "must be 0 (unlimited) or at least 1MiB, got 10KiB")
+	f("bad_flush_codec.yaml", "storage.flush_codec:", `got "lz4"`)
 }
 
 func TestParsePeriod(t *testing.T) {

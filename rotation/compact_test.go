@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/acta-remote/acta-remote/acta"
@@ -281,4 +282,38 @@ func BenchmarkCompact(b *testing.B) {
 	b.ReportMetric(float64(before)/5760, "B/sample-before")
 	b.ReportMetric(float64(after)/5760, "B/sample-after")
 	b.ReportMetric(float64(written)/5760, "B/sample-rewritten")
+}
+
+// Files as the store leaves them when out-of-order samples of an older
+// period go to the newest file: every block sorted, blocks overlapping.
+func TestCompactOverlappingBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for iter := 0; iter < 200; iter++ {
+		var runs [][]sample
+		var all []sample
+		n := 1260
+		for n < 1320 {
+			k := 1 + r.IntN(4)
+			var run []sample
+			for j := 0; j < k && n < 1320; j++ {
+				if n%7 == 0 {
+					run = append(run, sample{int64(n-120)*60000 + 7, float64(n)})
+				}
+				run = append(run, sample{int64(n) * 60000, float64(n)})
+				n++
+			}
+			slices.SortFunc(run, func(a, b sample) int { return int(a.t - b.t) })
+			runs = append(runs, run)
+			all = append(all, run...)
+		}
+		path := filepath.Join(t.TempDir(), "f.acta")
+		writeBlocks(t, path, flushOptions, runs...)
+		if _, err := CompactFile(path, path+".tmp", CompactOptions{BlockRows: 4096}); err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(all, func(a, b sample) int { return int(a.t - b.t) })
+		if got := readAll(t, path); !sameBits(got, all) {
+			t.Fatalf("iter %d: got %d samples, want %d", iter, len(got), len(all))
+		}
+	}
 }

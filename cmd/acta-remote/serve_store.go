@@ -33,6 +33,7 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 		MaxSeries:        s.MaxSeries,
 		MaxQuerySeries:   cfg.RemoteRead.MaxSeriesPerQuery,
 		MaxQuerySamples:  cfg.RemoteRead.MaxSamplesPerQuery,
+		FlushZstd:        s.FlushCodec == "zstd",
 		ZstdLevel:        s.ZstdLevel,
 		Rotation: rotation.Policy{
 			Period:       time.Duration(cfg.Rotation.Period),
