@@ -32,13 +32,7 @@ type catalog struct {
 func loadCatalog(dir string, fn func(seriesRec) error, del func(deletedRec)) (*catalog, error) {
 	var b labels.ScratchBuilder
 	_, err := wal.Replay(dir, func(seg int, p []byte) error {
-		switch {
-		case len(p) > 0 && p[0] == recSeries:
-			return decodeSeriesRecord(&b, p, fn)
-		case len(p) > 0 && p[0] == recSeriesDeleted:
-			return decodeDeletedRecord(p, del)
-		}
-		return fmt.Errorf("catalog segment %08d: unexpected record type %d", seg, p[0])
+		return applyCatalogRecord(&b, seg, p, fn, del)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load catalog %s: %w", dir, err)
@@ -48,6 +42,22 @@ func loadCatalog(dir string, fn func(seriesRec) error, del func(deletedRec)) (*c
 		return nil, fmt.Errorf("open catalog %s: %w", dir, err)
 	}
 	return &catalog{dir: dir, log: l}, nil
+}
+
+// applyCatalogRecord decodes one catalog record of segment seg: series
+// definitions go to add, removals (type 4) to del. Readers of the catalog
+// (Open, ReadOnly) share it so a record type is never understood by one
+// and refused by the other.
+func applyCatalogRecord(b *labels.ScratchBuilder, seg int, p []byte, add func(seriesRec) error, del func(deletedRec)) error {
+	switch {
+	case len(p) > 0 && p[0] == recSeries:
+		return decodeSeriesRecord(b, p, add)
+	case len(p) > 0 && p[0] == recSeriesDeleted:
+		return decodeDeletedRecord(p, del)
+	case len(p) == 0:
+		return fmt.Errorf("catalog segment %08d: empty record", seg)
+	}
+	return fmt.Errorf("catalog segment %08d: unexpected record type %d", seg, p[0])
 }
 
 // add makes the series records durable in the catalog.
