@@ -142,30 +142,18 @@ func (r *ReadOnly) NewestInWAL(ref uint64) (int64, bool) {
 // committed blocks (read from the frame headers, nothing is decoded). A file
 // still being created, or removed while listed, is left out.
 func (r *ReadOnly) Files(ref uint64) ([]SeriesFile, error) {
-	sdir := filepath.Join(r.dir, seriesDirName, shardName(ref))
-	ents, err := os.ReadDir(sdir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	listed, err := r.ListFiles(ref)
 	if err != nil {
 		return nil, err
 	}
-	var out []SeriesFile
-	for _, e := range ents {
-		fref, start, ok := parseSeriesFileName(e.Name())
-		if !ok || fref != ref {
-			continue
-		}
-		f := SeriesFile{Path: filepath.Join(sdir, e.Name()), Start: start}
+	out := listed[:0]
+	for _, f := range listed {
 		rd, err := OpenSeriesFile(f.Path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return nil, err
-		}
-		if rd == nil {
+		if errors.Is(err, os.ErrNotExist) || (err == nil && rd == nil) {
 			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		for _, b := range rd.Blocks() {
 			if b.Rows == 0 {
@@ -182,7 +170,6 @@ func (r *ReadOnly) Files(ref uint64) ([]SeriesFile, error) {
 		rd.Close()
 		out = append(out, f)
 	}
-	slices.SortFunc(out, func(a, b SeriesFile) int { return cmp.Compare(a.Start, b.Start) })
 	return out, nil
 }
 
@@ -272,4 +259,25 @@ func (r *ReadOnly) readFiles(ref uint64, mint, maxt int64) ([]Sample, error) {
 		}
 	}
 	return mergeRuns(runs), nil
+}
+
+// ListFiles lists ref's files now, by start time, from their names only
+// (Path and Start; no file is opened).
+func (r *ReadOnly) ListFiles(ref uint64) ([]SeriesFile, error) {
+	sdir := filepath.Join(r.dir, seriesDirName, shardName(ref))
+	ents, err := os.ReadDir(sdir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []SeriesFile
+	for _, e := range ents {
+		if fref, start, ok := parseSeriesFileName(e.Name()); ok && fref == ref {
+			out = append(out, SeriesFile{Path: filepath.Join(sdir, e.Name()), Start: start})
+		}
+	}
+	slices.SortFunc(out, func(a, b SeriesFile) int { return cmp.Compare(a.Start, b.Start) })
+	return out, nil
 }

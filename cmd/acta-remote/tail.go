@@ -59,7 +59,7 @@ func runTail(args []string) int {
 	defer out.Flush()
 	tl := &tailer{ro: ro, ms: ms, p: printer{w: out, json: fa.bools["json"], inline: true}, series: map[uint64]*followed{}}
 	tl.cutoff = time.Now().Add(-since).UnixMilli()
-	if err := tl.rescan(true); err != nil {
+	if err := tl.cycle(true, tl.cutoff); err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
 		return exitError
 	}
@@ -83,17 +83,13 @@ func runTail(args []string) int {
 			return exitOK
 		case <-tick.C:
 		}
-		// Listing before polling matters: a series' next file is created
-		// only after the last block of its previous one is committed, so once
-		// a new file is listed, polling the files in start order cannot miss
-		// that block.
-		if time.Since(lastScan) >= rescanEvery {
+		rescan := time.Since(lastScan) >= rescanEvery
+		if rescan {
 			lastScan = time.Now()
-			if err := tl.rescan(false); err != nil {
-				fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
-			}
 		}
-		tl.pollAll()
+		if err := tl.cycle(rescan, math.MinInt64); err != nil {
+			fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
+		}
 		if err := out.Flush(); err != nil {
 			fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
 			return exitError
@@ -112,60 +108,60 @@ type tailer struct {
 	printed int
 }
 
-// rescan picks up series defined since the last call and new files of the
-// followed series. At start-up (first) it prints each series' files since
-// the cutoff.
-func (tl *tailer) rescan(first bool) error {
-	if !first {
-		if _, err := tl.ro.Reload(); err != nil {
-			return err
-		}
+// cycle prints what the followed files gained since the last cycle; with
+// rescan it first picks up new series and new files, whose samples are
+// printed from minT on (earlier ones only move the watermark).
+//
+// The order matters. A series' next file is created only after the last
+// block of its previous file is committed, so files are listed first, then
+// the open ones are polled, and only then are new files read: the old
+// file's last block is in hand before the new file's samples move the
+// watermark past it.
+func (tl *tailer) cycle(rescan bool, minT int64) error {
+	var fresh map[*followed][]actastore.SeriesFile
+	var err error
+	if rescan {
+		fresh, err = tl.rescan()
 	}
+	for _, f := range tl.order {
+		smps, reopen := f.poll()
+		smps = append(smps, f.catchUp(append(reopen, fresh[f]...))...)
+		tl.emit(f, smps, minT)
+		f.retireOld()
+	}
+	return err
+}
+
+// rescan reads series defined since the last call and lists the files of
+// every followed series, returning those not followed yet.
+func (tl *tailer) rescan() (map[*followed][]actastore.SeriesFile, error) {
+	_, err := tl.ro.Reload()
 	added := false
 	for _, s := range tl.ro.Series(tl.ms...) {
 		if tl.series[s.Ref] != nil {
 			continue
 		}
-		f := &followed{info: s, last: math.MinInt64, files: map[string]*fileTail{}}
+		f := &followed{info: s, last: math.MinInt64, files: map[string]*fileTail{}, retired: map[string]bool{}}
 		tl.series[s.Ref], added = f, true
 		tl.order = append(tl.order, f)
 	}
 	if added {
 		sortFollowed(tl.order)
 	}
+	fresh := map[*followed][]actastore.SeriesFile{}
 	for _, f := range tl.order {
-		files, err := tl.ro.Files(f.info.Ref)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "acta-remote tail: series %s: %v\n", f.info.Labels, err)
+		files, lerr := tl.ro.ListFiles(f.info.Ref)
+		if lerr != nil {
+			fmt.Fprintf(os.Stderr, "acta-remote tail: series %s: %v\n", f.info.Labels, lerr)
 			continue
 		}
-		var fresh []actastore.SeriesFile
 		for _, fl := range files {
-			if f.files[fl.Path] == nil {
-				fresh = append(fresh, fl)
+			if f.files[fl.Path] == nil && !f.retired[fl.Path] {
+				fresh[f] = append(fresh[f], fl)
 			}
 		}
-		if len(fresh) == 0 {
-			continue
-		}
-		minT := int64(math.MinInt64)
-		if first {
-			minT = tl.cutoff
-		}
-		tl.emit(f, f.catchUp(fresh), minT)
 	}
-	return nil
-}
-
-// pollAll reads the blocks committed since the last poll, series by series.
-func (tl *tailer) pollAll() {
-	for _, f := range tl.order {
-		smps, reopen := f.poll()
-		if len(reopen) > 0 {
-			smps = append(smps, f.catchUp(reopen)...)
-		}
-		tl.emit(f, smps, math.MinInt64)
-	}
+	return fresh, err
 }
 
 // emit prints the samples after the series' watermark, in timestamp order,

@@ -78,10 +78,20 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-// waitSamples waits until tail printed n samples, then a little longer (a
-// few polls and a rescan) so a sample printed twice would show, and returns
-// what it printed per series, in output order.
+// waitSamples waits until tail printed n samples, then a little longer so
+// a sample printed twice would show, and returns what it printed per
+// series, in output order.
 func (tp *tailProc) waitSamples(t *testing.T, n int) dataset {
+	t.Helper()
+	tp.waitCount(t, n)
+	time.Sleep(settle)
+	return tp.result(t, n)
+}
+
+// settle is longer than a rescan and than the slowest --poll in the tests.
+const settle = rescanEvery + 600*time.Millisecond
+
+func (tp *tailProc) waitCount(t *testing.T, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -89,7 +99,7 @@ func (tp *tailProc) waitSamples(t *testing.T, n int) dataset {
 		got := len(tp.lines)
 		tp.mu.Unlock()
 		if got >= n {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			tp.mu.Lock()
@@ -98,7 +108,11 @@ func (tp *tailProc) waitSamples(t *testing.T, n int) dataset {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(2*rescanEvery + 500*time.Millisecond)
+}
+
+// result checks that exactly n samples were printed and returns them.
+func (tp *tailProc) result(t *testing.T, n int) dataset {
+	t.Helper()
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	if len(tp.lines) != n {

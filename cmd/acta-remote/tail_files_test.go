@@ -108,8 +108,23 @@ func TestTailAcrossFileChanges(t *testing.T) {
 		t.Fatalf("series files not found: %v", file)
 	}
 
-	tp := startTail(t, bin, "--data-dir", data, "--since", "100000h", "--poll", "100ms", "--json", "f_metric")
-	tp.waitSamples(t, 60)
+	// A fast poller, and one whose every poll is also a rescan: it finds a
+	// new file in the same cycle as the last block of the previous one.
+	tails := []*tailProc{
+		startTail(t, bin, "--data-dir", data, "--since", "100000h", "--poll", "100ms", "--json", "f_metric"),
+		startTail(t, bin, "--data-dir", data, "--since", "100000h", "--poll", "2100ms", "--json", "f_metric"),
+	}
+	check := func(step string, n int) {
+		t.Helper()
+		for _, tp := range tails {
+			tp.waitCount(t, n)
+		}
+		time.Sleep(settle)
+		for i, tp := range tails {
+			sameData(t, fmt.Sprintf("%s (tail %d)", step, i), tp.result(t, n), want)
+		}
+	}
+	check("history", 60)
 	next := t0 + 30*15000
 	add := func(k string, n int) []sample {
 		s := seriesSamples(next, n, next)
@@ -121,7 +136,7 @@ func TestTailAcrossFileChanges(t *testing.T) {
 	appendFile(t, file[a], nil, add(a, 10))
 	appendFile(t, file[b], nil, add(b, 10))
 	next += 10 * 15000
-	sameData(t, "appended", tp.waitSamples(t, 80), want)
+	check("appended", 80)
 
 	// Compaction of a's file: every sample rewritten into one block under a
 	// temporary name, renamed over the original; then a block appended.
@@ -134,18 +149,21 @@ func TestTailAcrossFileChanges(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	appendFile(t, file[a], nil, add(a, 10))
 	next += 10 * 15000
-	sameData(t, "compacted", tp.waitSamples(t, 90), want)
+	check("compacted", 90)
 
-	// Rotation: later samples of b go to a new file named by its first
-	// timestamp; the old one may still get a late block before it.
+	// Rotation: the old file gets its last block, and right after, later
+	// samples go to a new file named by its first timestamp.
+	appendFile(t, file[b], nil, add(b, 5))
+	next += 5 * 15000
 	ref := filepath.Base(file[b])[:16]
 	rotated := filepath.Join(filepath.Dir(file[b]), fmt.Sprintf("%s-%d.acta", ref, next))
 	_, schema = fileSamples(t, file[b])
 	appendFile(t, rotated, schema, add(b, 10))
 	next += 10 * 15000
+	check("rotated", 105)
 	appendFile(t, rotated, nil, add(b, 10))
 	next += 10 * 15000
-	sameData(t, "rotated", tp.waitSamples(t, 110), want)
+	check("after rotation", 115)
 
 	// Retention removes b's first file; compaction rewrites the rotated one.
 	if err := os.Remove(file[b]); err != nil {
@@ -157,6 +175,8 @@ func TestTailAcrossFileChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendFile(t, rotated, nil, add(b, 5))
-	sameData(t, "retention", tp.waitSamples(t, 115), want)
-	tp.stop(t)
+	check("retention", 120)
+	for _, tp := range tails {
+		tp.stop(t)
+	}
 }

@@ -23,6 +23,30 @@ type followed struct {
 	info  actastore.SeriesInfo
 	last  int64 // newest timestamp printed (or skipped as history)
 	files map[string]*fileTail
+	// retired files were superseded by a later file of the series; they
+	// are not reopened (see retireOld).
+	retired map[string]bool
+}
+
+// retireOld closes every file but the newest, so a long tail holds one open
+// file per series. Nothing is lost: a file gets a successor only after its
+// last block is committed, and that block was polled in the cycle that
+// found the successor; whatever lands in an older file later is behind the
+// newer file's samples, hence behind the watermark.
+func (f *followed) retireOld() {
+	var newest *fileTail
+	for _, ft := range f.files {
+		if newest == nil || ft.start > newest.start {
+			newest = ft
+		}
+	}
+	for path, ft := range f.files {
+		if ft != newest {
+			ft.close()
+			delete(f.files, path)
+			f.retired[path] = true
+		}
+	}
 }
 
 // fileTail follows one series file from its snapshot on.
