@@ -23,7 +23,19 @@
 // later one takes the next free value. Refs are stored in the WAL and the
 // catalog and read back, never recomputed, so they are stable across
 // restarts. File paths derive from the ref only: series/<top byte>/<ref>-
-// <first ms>.acta (filenames.go).
+// <start ms>.acta (filenames.go).
+//
+// # Rotation, compaction, retention
+//
+// A series has a sequence of files (Options.Rotation, package rotation):
+// flushes append to the newest only, and a new one starts at each
+// UTC-aligned period boundary or after a full file. Every sample of a file
+// is older than the next file's start, so Select skips files by name and by
+// their known smallest timestamp (an out-of-order sample for an older
+// period goes to the newest file). A background pass (Maintain) deletes
+// files retention no longer keeps, removes series left without files from
+// the index and the catalog (a type 4 record), and compacts sealed files by
+// rewrite and rename (docs/format/series.md).
 //
 // # Sample semantics
 //

@@ -12,10 +12,13 @@ import (
 //	<dir>/
 //	  wal/00000000 ...            write-ahead log segments (package wal)
 //	  catalog/00000000 ...        series catalog: framed series records (docs/format/catalog.md)
-//	  series/<ab>/<ref>-<start>.acta   one Acta v0.2 file per series (and, with
-//	                              rotation, per time range): <ab> is the ref's
+//	  series/<ab>/<ref>-<start>.acta   the Acta v0.2 files of a series, one per
+//	                              rotation period (or size): <ab> is the ref's
 //	                              top byte in hex, <ref> the 16-hex-digit ref,
-//	                              <start> the file's first timestamp in ms
+//	                              <start> the file's start in ms: the UTC-aligned
+//	                              period start of its first sample, or the first
+//	                              sample itself without a period or after a
+//	                              size rotation (docs/format/series.md)
 //	  series/<ab>/<ref>-<start>.acta.tmp   a compaction's new file before it is
 //	                              renamed over its original; swept at Open
 //	  clean                       present only after a clean Close
