@@ -96,11 +96,11 @@ func (r *ReadOnly) Reload() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read WAL of %s: %w", r.dir, err)
 	}
+	// A removed series (retention deleted its last file) stays in the view:
+	// it has no files left, so it prints nothing, and tail keeps looking
+	// for the files it gets if its labels come back.
 	err = r.catalog.Read(func(seg int, p []byte) error {
-		if p[0] != recSeries {
-			return fmt.Errorf("catalog segment %08d: unexpected record type %d", seg, p[0])
-		}
-		return decodeSeriesRecord(&r.lb, p, r.add)
+		return applyCatalogRecord(&r.lb, seg, p, r.add, func(deletedRec) {})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read catalog of %s: %w", r.dir, err)
