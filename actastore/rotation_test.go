@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acta-remote/acta-remote/acta"
+	"github.com/acta-remote/acta-remote/actastore/wal"
 	"github.com/acta-remote/acta-remote/rotation"
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -447,5 +448,38 @@ func TestSelectDuringMaintenance(t *testing.T) {
 	close(stop)
 	if err := <-errs; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Catalog compaction (past 8 segments, at Open) keeps removals: a removed
+// series stays removed, and a WAL still holding its old definition does
+// not bring it back.
+func TestRemovalSurvivesCatalogCompaction(t *testing.T) {
+	clk := &fakeClock{}
+	dir := t.TempDir()
+	opts := Options{Now: clk.Now, MaintenanceInterval: -1, Rotation: rotation.Policy{Period: time.Hour},
+		Retention: rotation.Retention{MaxAge: time.Hour}, Logger: quiet}
+	s := openT(t, dir, opts)
+	a, b := seriesLabels(40), seriesLabels(41)
+	ingest(t, s, clk, []labels.Labels{a, b}, day0, day0+hour, 20, func(int, int64) float64 { return 1 })
+	ingest(t, s, clk, []labels.Labels{a}, day0+hour, day0+3*hour, 20, func(int, int64) float64 { return 2 })
+	clk.Set(day0 + 3*hour)
+	if res, err := s.Maintain(); err != nil || res.SeriesRemoved != 1 {
+		t.Fatalf("maintenance %+v %v", res, err)
+	}
+	s.abandon() // the WAL keeps b's definition
+	for i := 0; i < 10; i++ {
+		s = openT(t, dir, opts)
+		if sers, _ := s.Series(ctx, labels.MustNewMatcher(labels.MatchEqual, "instance", "host-41")); len(sers) != 0 {
+			t.Fatalf("open %d: removed series is back: %v", i, sers)
+		}
+		if i%2 == 0 {
+			s.abandon()
+		} else if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segs, err := wal.Segments(filepath.Join(dir, catalogDirName)); err != nil || len(segs) > catalogCompactSegments+1 {
+		t.Errorf("catalog not compacted: %v %v", segs, err)
 	}
 }
