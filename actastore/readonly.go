@@ -230,15 +230,12 @@ func (r *ReadOnly) Samples(ref uint64, mint, maxt int64) ([]Sample, error) {
 }
 
 func (r *ReadOnly) readFiles(ref uint64, mint, maxt int64) ([]Sample, error) {
-	files, err := r.Files(ref)
+	files, err := r.ListFiles(ref)
 	if err != nil {
 		return nil, err
 	}
 	var runs [][]Sample
-	for _, f := range files {
-		if f.Rows == 0 || f.MaxT < mint || f.MinT > maxt {
-			continue
-		}
+	for _, f := range SkipSealedBefore(files, mint) {
 		err := readSeriesFile(f.Path, mint, maxt, func(b block) error {
 			run := make([]Sample, 0, len(b.ts))
 			for i, t := range b.ts {
@@ -254,11 +251,57 @@ func (r *ReadOnly) readFiles(ref uint64, mint, maxt int64) ([]Sample, error) {
 			}
 			return nil
 		})
+		if err != nil && errors.Is(err, acta.ErrCorrupt) {
+			if rd, oerr := OpenSeriesFile(f.Path); oerr == nil && rd == nil {
+				continue // being created: no block yet
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read series %016x file %s: %w", ref, f.Path, err)
 		}
 	}
 	return mergeRuns(runs), nil
+}
+
+// SkipSealedBefore drops, from a series' files sorted by start, the sealed
+// ones that hold nothing at or after mint: every sample of a sealed file is
+// before the next file's start (docs/format/series.md), so they are known
+// from the names without opening them.
+func SkipSealedBefore(files []SeriesFile, mint int64) []SeriesFile {
+	for len(files) > 1 && files[1].Start <= mint {
+		files = files[1:]
+	}
+	return files
+}
+
+// Newest returns the newest flushed timestamp of ref: the greatest block
+// bound of its newest file with rows (a sealed file's samples are all
+// before its successor's start).
+func (r *ReadOnly) Newest(ref uint64) (int64, bool, error) {
+	files, err := r.ListFiles(ref)
+	if err != nil {
+		return 0, false, err
+	}
+	for i := len(files) - 1; i >= 0; i-- {
+		rd, err := OpenSeriesFile(files[i].Path)
+		if errors.Is(err, os.ErrNotExist) || (err == nil && rd == nil) {
+			continue
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		newest, ok := int64(0), false
+		for _, b := range rd.Blocks() {
+			if b.Rows > 0 && (!ok || b.Max > newest) {
+				newest, ok = b.Max, true
+			}
+		}
+		rd.Close()
+		if ok {
+			return newest, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // ListFiles lists ref's files now, by start time, from their names only

@@ -85,3 +85,23 @@ func TestReadOnlyWhileOpen(t *testing.T) {
 		t.Fatalf("WAL segment changed from %d to %d bytes", before.Size(), after.Size())
 	}
 }
+
+// TestSkipSealedBefore: a sealed file holds only samples before its
+// successor's start; the newest file is always kept (out-of-order samples
+// for any time go there).
+func TestSkipSealedBefore(t *testing.T) {
+	files := []SeriesFile{{Start: 0}, {Start: 100}, {Start: 200}}
+	f := func(mint int64, want int64) {
+		t.Helper()
+		got := SkipSealedBefore(files, mint)
+		if len(got) == 0 || got[0].Start != want {
+			t.Errorf("mint %d: first kept %v, want start %d", mint, got, want)
+		}
+	}
+	f(-5, 0)
+	f(99, 0)
+	f(100, 100)
+	f(150, 100)
+	f(200, 200)
+	f(1<<40, 200)
+}

@@ -162,14 +162,12 @@ type freshness struct {
 }
 
 func (f *freshness) add(ro *actastore.ReadOnly, ref uint64) error {
-	files, err := ro.Files(ref)
+	t, ok, err := ro.Newest(ref)
 	if err != nil {
 		return err
 	}
-	for _, fl := range files {
-		if fl.Rows > 0 && (!f.hasFile || fl.MaxT > f.fileNewest) {
-			f.fileNewest, f.hasFile = fl.MaxT, true
-		}
+	if ok && (!f.hasFile || t > f.fileNewest) {
+		f.fileNewest, f.hasFile = t, true
 	}
 	if t, ok := ro.NewestInWAL(ref); ok && (!f.hasWAL || t > f.walNewest) {
 		f.walNewest, f.hasWAL = t, true

@@ -125,7 +125,17 @@ func (tl *tailer) cycle(rescan bool, minT int64) error {
 	}
 	for _, f := range tl.order {
 		smps, reopen := f.poll()
-		smps = append(smps, f.catchUp(append(reopen, fresh[f]...))...)
+		smps = append(smps, f.catchUp(reopen, math.MinInt64)...)
+		// Sealed files wholly before minT (the start-up history) are known
+		// from their names not to matter: they are never opened.
+		files := fresh[f]
+		if kept := actastore.SkipSealedBefore(files, minT); len(kept) < len(files) {
+			for _, fl := range files[:len(files)-len(kept)] {
+				f.retired[fl.Path] = true
+			}
+			files = kept
+		}
+		smps = append(smps, f.catchUp(files, minT)...)
 		tl.emit(f, smps, minT)
 		f.retireOld()
 	}

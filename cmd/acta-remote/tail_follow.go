@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 
@@ -63,10 +64,11 @@ func (ft *fileTail) close() {
 	}
 }
 
-// catchUp opens paths and returns every sample their snapshots hold; later
-// polls follow each from there, so nothing committed in between is lost. A
-// file not created completely yet is left for the next rescan.
-func (f *followed) catchUp(files []actastore.SeriesFile) []actastore.Sample {
+// catchUp opens files and returns the samples at or after from that their
+// snapshots hold (blocks wholly before from are not decoded); later polls
+// follow each from there, so nothing committed in between is lost. A file
+// not created completely yet is left for the next rescan.
+func (f *followed) catchUp(files []actastore.SeriesFile, from int64) []actastore.Sample {
 	var out []actastore.Sample
 	for _, fl := range files {
 		path := fl.Path
@@ -80,7 +82,11 @@ func (f *followed) catchUp(files []actastore.SeriesFile) []actastore.Sample {
 		if r == nil {
 			continue
 		}
-		sc, err := r.Scan(acta.ScanOptions{})
+		var o acta.ScanOptions
+		if from != math.MinInt64 {
+			o.Range = &acta.PrimaryRange{Start: from, End: math.MaxInt64}
+		}
+		sc, err := r.Scan(o)
 		if err == nil {
 			out, err = scanAll(sc, r.Schema(), out)
 		}
