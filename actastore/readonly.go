@@ -324,3 +324,34 @@ func (r *ReadOnly) ListFiles(ref uint64) ([]SeriesFile, error) {
 	slices.SortFunc(out, func(a, b SeriesFile) int { return cmp.Compare(a.Start, b.Start) })
 	return out, nil
 }
+
+// ListFilesOf is ListFiles for many series at once, reading each shard
+// directory once: what a tail of thousands of series does every rescan.
+func (r *ReadOnly) ListFilesOf(refs []uint64) (map[uint64][]SeriesFile, error) {
+	want := make(map[uint64]bool, len(refs))
+	shards := make(map[string]bool)
+	for _, ref := range refs {
+		want[ref] = true
+		shards[shardName(ref)] = true
+	}
+	out := make(map[uint64][]SeriesFile, len(refs))
+	for sh := range shards {
+		sdir := filepath.Join(r.dir, seriesDirName, sh)
+		ents, err := os.ReadDir(sdir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if ref, start, ok := parseSeriesFileName(e.Name()); ok && want[ref] {
+				out[ref] = append(out[ref], SeriesFile{Path: filepath.Join(sdir, e.Name()), Start: start})
+			}
+		}
+	}
+	for _, files := range out {
+		slices.SortFunc(files, func(a, b SeriesFile) int { return cmp.Compare(a.Start, b.Start) })
+	}
+	return out, nil
+}

@@ -55,6 +55,11 @@ func TestReadOnlyWhileOpen(t *testing.T) {
 		t.Fatalf("files %+v %v", files, err)
 	}
 
+	byRef, err := ro.ListFilesOf([]uint64{got[0].Ref, got[1].Ref})
+	if err != nil || len(byRef) != 2 || len(byRef[got[0].Ref]) != 1 || byRef[got[0].Ref][0].Path != files[0].Path {
+		t.Fatalf("files of both series %+v %v", byRef, err)
+	}
+
 	// A series created after the view opened appears on Reload.
 	c := labels.FromStrings("__name__", "up", "job", "web")
 	mustAppend(t, s, []SeriesSamples{{Labels: c, Samples: []Sample{{1000, 7}}}})

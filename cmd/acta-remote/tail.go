@@ -158,14 +158,17 @@ func (tl *tailer) rescan() (map[*followed][]actastore.SeriesFile, error) {
 	if added {
 		sortFollowed(tl.order)
 	}
+	refs := make([]uint64, len(tl.order))
+	for i, f := range tl.order {
+		refs[i] = f.info.Ref
+	}
+	all, lerr := tl.ro.ListFilesOf(refs)
+	if lerr != nil {
+		return nil, errors.Join(err, lerr)
+	}
 	fresh := map[*followed][]actastore.SeriesFile{}
 	for _, f := range tl.order {
-		files, lerr := tl.ro.ListFiles(f.info.Ref)
-		if lerr != nil {
-			fmt.Fprintf(os.Stderr, "acta-remote tail: series %s: %v\n", f.info.Labels, lerr)
-			continue
-		}
-		for _, fl := range files {
+		for _, fl := range all[f.info.Ref] {
 			if f.files[fl.Path] == nil && !f.retired[fl.Path] {
 				fresh[f] = append(fresh[f], fl)
 			}
