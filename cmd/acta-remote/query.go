@@ -25,10 +25,7 @@ const queryUsage = "usage: acta-remote query --data-dir DIR [--start T] [--end T
 // runQuery reads the series files directly, without the server and without
 // its lock, so it works while the server runs (and when it does not).
 func runQuery(args []string) int {
-	fa, err := parseFileArgs(args, []string{"json"}, []string{"data-dir", "start", "end"})
-	if err == nil && fa.vals["data-dir"] == "" {
-		err = errors.New("--data-dir is required")
-	}
+	fa, err := parseSelectorArgs(args, []string{"json"}, []string{"data-dir", "start", "end"})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote query: %v\n%s\n", err, queryUsage)
 		return exitError
@@ -86,6 +83,18 @@ func runQuery(args []string) int {
 	fmt.Fprintf(os.Stderr, "acta-remote query: %d series, %d samples from the files in %s\n", nseries, nsamples, fa.vals["data-dir"])
 	fresh.report(os.Stderr, "acta-remote query", time.Now())
 	return exitOK
+}
+
+// parseSelectorArgs is parseFileArgs for "--data-dir DIR [flags] SELECTOR".
+func parseSelectorArgs(args, boolFlags, valFlags []string) (fileArgs, error) {
+	fa, err := parseFileArgs(args, boolFlags, valFlags)
+	if err != nil && fa.file == "" && err.Error() == "missing FILE" {
+		err = errors.New("missing SELECTOR")
+	}
+	if err == nil && fa.vals["data-dir"] == "" {
+		err = errors.New("--data-dir is required")
+	}
+	return fa, err
 }
 
 // parseSelector parses a PromQL series selector: `up`, `{job="api"}`,

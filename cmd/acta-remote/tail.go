@@ -26,10 +26,7 @@ const tailUsage = "usage: acta-remote tail --data-dir DIR [--since 5m] [--poll 5
 const rescanEvery = 2 * time.Second
 
 func runTail(args []string) int {
-	fa, err := parseFileArgs(args, []string{"json"}, []string{"data-dir", "since", "poll"})
-	if err == nil && fa.vals["data-dir"] == "" {
-		err = errors.New("--data-dir is required")
-	}
+	fa, err := parseSelectorArgs(args, []string{"json"}, []string{"data-dir", "since", "poll"})
 	since, poll := 5*time.Minute, 500*time.Millisecond
 	for name, dst := range map[string]*time.Duration{"since": &since, "poll": &poll} {
 		if v, ok := fa.vals[name]; ok && err == nil {
