@@ -21,8 +21,9 @@ func init() {
 
 const tailUsage = "usage: acta-remote tail --data-dir DIR [--since 5m] [--poll 500ms] [--json] 'SELECTOR'"
 
-// rescanEvery is how often tail looks for new series and new files (a
-// directory listing per series); open files are polled every --poll.
+// rescanEvery is how often tail looks for new series (the WAL and catalog
+// records added since) and new files (one listing per shard directory of
+// the followed series); open files are polled every --poll.
 const rescanEvery = 2 * time.Second
 
 func runTail(args []string) int {
