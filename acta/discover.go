@@ -169,7 +169,10 @@ func (d *discoverer) window(off, size int64) ([]byte, error) {
 	}
 	n := int(min(size-off, readAhead))
 	if cap(d.win) < n {
-		d.win = make([]byte, n, max(n, readAhead))
+		// Exactly n: most series files are far smaller than readAhead, and
+		// a reader is opened per query, so a full-size window would be
+		// allocated and cleared for nothing.
+		d.win = make([]byte, n)
 	}
 	d.win = d.win[:n]
 	if _, err := d.r.ReadAt(d.win, off); err != nil {
