@@ -63,6 +63,20 @@
 //     AppendResult counts them and carries a few errors wrapping the
 //     sentinels. Append's own error means nothing was acknowledged.
 //
+// # Native histograms, exemplars, metadata
+//
+// AppendExtras (hist_store.go) stores native histograms, integer and float,
+// under the same series identity as floats: a series may hold both (a
+// metric that changed type), each in its own file, and Select returns both
+// (HistogramSeries). Histograms follow the float sample semantics above,
+// compared bit for bit over every field; a histogram that fails
+// model/histogram's Validate is ErrInvalidHistogram (stale markers exempt).
+// They, the exemplars (newest 32 per series) and metric metadata (per
+// family) go to their own WAL before Append returns, and are flushed to
+// their files when a series buffers BlockRows histograms or after
+// 4 × MaxHeadAge. Histogram files are not rotated, compacted or removed by
+// retention yet.
+//
 // # Durability
 //
 // With SyncAlways (the default) Append returns only after the WAL records of

@@ -21,6 +21,9 @@ import (
 //	                              size rotation (docs/format/series.md)
 //	  series/<ab>/<ref>-<start>.acta.tmp   a compaction's new file before it is
 //	                              renamed over its original; swept at Open
+//	  histograms/...              native histograms, exemplars and metadata:
+//	                              their WAL and files (names in hist_files.go,
+//	                              docs/format/histogram.md)
 //	  clean                       present only after a clean Close
 //	  flushstate                  per-series newest flushed sample, valid with clean (flushstate.go)
 //	  LOCK                        flock'ed while a process has the store open

@@ -294,15 +294,20 @@ func (ss *seriesSet) Next() bool {
 			ss.err = err
 			return false
 		}
-		if len(smps) == 0 {
+		hists, err := ss.s.hist.read(ms, ss.mint, ss.maxt)
+		if err != nil {
+			ss.err = err
+			return false
+		}
+		if len(smps) == 0 && len(hists) == 0 {
 			continue
 		}
-		ss.total += int64(len(smps))
+		ss.total += int64(len(smps) + len(hists))
 		if lim := ss.s.opts.MaxQuerySamples; lim > 0 && ss.total > lim {
 			ss.err = fmt.Errorf("%w: more than %d samples selected", ErrQueryLimit, lim)
 			return false
 		}
-		ss.cur = &loadedSeries{lset: ms.lset, samples: smps}
+		ss.cur = &loadedSeries{lset: ms.lset, samples: smps, hists: hists}
 		return true
 	}
 	return false
@@ -316,6 +321,7 @@ func (ss *seriesSet) Close() error { ss.list = nil; ss.cur = nil; return nil }
 type loadedSeries struct {
 	lset    labels.Labels
 	samples []Sample
+	hists   []HistogramSample // hist_read.go
 }
 
 func (l *loadedSeries) Labels() labels.Labels    { return l.lset }

@@ -41,6 +41,7 @@ type Store struct {
 	pending []*memSeries
 
 	wal     *wal.Log
+	hist    *histStore // native histograms, exemplars, metadata (hist_store.go)
 	cat     *catalog
 	writers *writerCache
 	fo      fileOptions
@@ -250,6 +251,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s.m.replayedSamples.Add(float64(s.replayedSamples))
+	if s.hist, err = openHistStore(s); err != nil {
+		s.wal.Close()
+		s.cat.close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	ok = true
 	s.bg.Add(1)
 	go s.flushLoop()
@@ -467,6 +473,9 @@ func (s *Store) Close() error {
 		s.appendMu.Unlock()
 		var errs []error
 		if err := s.flushAll(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := s.hist.close(); err != nil {
 			errs = append(errs, err)
 		}
 		if err := s.writers.closeAll(); err != nil {
