@@ -22,8 +22,9 @@
 //	translate_labels.go    attributes -> labels, job/instance, target_info
 //	translate_number.go    gauge and sum data points
 //	translate_histogram.go classic histograms and summaries
-//	translate_exphist.go   exponential histograms (rejected until the store
-//	                       has native histograms)
+//	translate_exphist.go   exponential histograms -> native histograms, as
+//	                       Prometheus's OTLP receiver converts them
+//	translate_metadata.go  metric family metadata (type, unit, help)
 //
 // Deliberate differences from Prometheus's receiver, all on the failure
 // path: Prometheus rolls back the whole request on any translation error
