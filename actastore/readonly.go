@@ -237,16 +237,7 @@ func (r *ReadOnly) readFiles(ref uint64, mint, maxt int64) ([]Sample, error) {
 	var runs [][]Sample
 	for _, f := range SkipSealedBefore(files, mint) {
 		err := readSeriesFile(f.Path, mint, maxt, func(b block) error {
-			run := make([]Sample, 0, len(b.ts))
-			for i, t := range b.ts {
-				if t >= mint && t <= maxt {
-					run = append(run, Sample{T: t, V: b.vs[i]})
-				}
-			}
-			if !b.sorted {
-				slices.SortStableFunc(run, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
-			}
-			if len(run) > 0 {
+			if run := b.samplesIn(mint, maxt); len(run) > 0 {
 				runs = append(runs, run)
 			}
 			return nil

@@ -67,7 +67,9 @@ func BenchmarkAppendDuringCompaction(b *testing.B) {
 			}
 			b.StopTimer()
 			slices.Sort(lat)
-			q := func(p float64) float64 { return float64(lat[int(math.Min(float64(len(lat)-1), p*float64(len(lat))))].Microseconds()) / 1000 }
+			q := func(p float64) float64 {
+				return float64(lat[int(math.Min(float64(len(lat)-1), p*float64(len(lat))))].Microseconds()) / 1000
+			}
 			b.ReportMetric(q(0.5), "p50-ms")
 			b.ReportMetric(q(0.99), "p99-ms")
 			if c.run {

@@ -1,7 +1,6 @@
 package actastore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,16 +119,7 @@ func (s *Store) readSeries(ms *memSeries, mint, maxt int64) ([]Sample, error) {
 		for _, f := range files {
 			path := seriesFilePath(s.dir, ms.ref, f.start)
 			lo, ok, err := readSeriesFileMin(path, mint, maxt, func(b block) error {
-				run := make([]Sample, 0, len(b.ts))
-				for i, t := range b.ts {
-					if t >= mint && t <= maxt {
-						run = append(run, Sample{T: t, V: b.vs[i]})
-					}
-				}
-				if !b.sorted {
-					slices.SortStableFunc(run, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
-				}
-				if len(run) > 0 {
+				if run := b.samplesIn(mint, maxt); len(run) > 0 {
 					runs = append(runs, run)
 				}
 				return nil

@@ -1,5 +1,11 @@
 package actastore
 
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
 // The file I/O of series files sits behind these few functions so the rest
 // of the store never touches a file format. A series file holds blocks of
 // (timestamp ms, value) rows; each block appended by the store is sorted by
@@ -12,6 +18,34 @@ type block struct {
 	ts     []int64
 	vs     []float64
 	sorted bool // timestamps nondecreasing
+}
+
+// samplesIn returns the block's samples in [mint, maxt] sorted by timestamp
+// (a stable sort keeps the stored order of equal timestamps). A sorted
+// block is cut by binary search, so a query for a short range of a large
+// block allocates only what it returns.
+func (b block) samplesIn(mint, maxt int64) []Sample {
+	lo, hi := 0, len(b.ts)
+	if b.sorted {
+		lo, _ = slices.BinarySearch(b.ts, mint)
+		hi, _ = slices.BinarySearch(b.ts, maxt+1)
+		if maxt == math.MaxInt64 {
+			hi = len(b.ts)
+		}
+		if lo >= hi {
+			return nil
+		}
+	}
+	run := make([]Sample, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		if t := b.ts[i]; t >= mint && t <= maxt {
+			run = append(run, Sample{T: t, V: b.vs[i]})
+		}
+	}
+	if !b.sorted {
+		slices.SortStableFunc(run, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
+	}
+	return run
 }
 
 // fileWriter appends blocks to one series file. It is used by one goroutine
