@@ -56,8 +56,13 @@ const (
 // WriterOptions configure a Writer. The zero value writes raw, uncompressed
 // 65,536-row blocks without statistics or row IDs.
 type WriterOptions struct {
-	Codec           Codec
-	ZstdLevel       int // 0 means 3
+	Codec     Codec
+	ZstdLevel int // 0 means 3
+	// CodecMinRows writes blocks of fewer rows than this without the
+	// codec (0: every block uses Codec). Zstandard pays on large blocks
+	// and mostly burns CPU on a few dozen rows (spec §10 leaves the codec
+	// decision to each stream).
+	CodecMinRows    int
 	Encoding        Encoding
 	Statistics      Statistics
 	RowBlockTarget  int   // rows per block, 0 means 65536

@@ -20,6 +20,7 @@ type Writer struct {
 	ctx      *blockCtx
 	rowIDs   bool
 	encs     []*encoding.Encoder // per schema column
+	encsBare []*encoding.Encoder // per schema column, without the codec: blocks under CodecMinRows
 	ch       chain
 	cols     []colBuf // per schema column
 	rows     int      // buffered rows
@@ -167,6 +168,16 @@ func newWriter(path string, s *Schema, opts WriterOptions) (*Writer, error) {
 			return nil, fmt.Errorf("acta: column %q: %w", c.Name, err)
 		}
 		w.encs[i] = e
+		if opts.Codec != CodecNone && opts.CodecMinRows > 0 {
+			bare := opts
+			bare.Codec = CodecNone
+			if w.encsBare == nil {
+				w.encsBare = make([]*encoding.Encoder, len(s.Columns))
+			}
+			if w.encsBare[i], err = encoding.NewEncoder(bare.encodingOptions(c.ID == s.Primary)); err != nil {
+				return nil, fmt.Errorf("acta: column %q: %w", c.Name, err)
+			}
+		}
 		if opts.Encoding.policy == encoding.PolicyFixed {
 			if err := probeFixed(e, c); err != nil {
 				return nil, fmt.Errorf("acta: column %q (%s): %w", c.Name, c.Type, err)

@@ -13,6 +13,10 @@ func (w *Writer) publish() error {
 	rows := w.rows
 	w.payload, w.stats = w.payload[:0], w.stats[:0]
 	w.cds, w.sds = w.cds[:0], w.sds[:0]
+	encs := w.encs
+	if rows < w.opts.CodecMinRows && w.encsBare != nil {
+		encs = w.encsBare
+	}
 	for _, si := range w.ctx.byID {
 		c := &s.Columns[si]
 		cb := &w.cols[si]
@@ -34,7 +38,7 @@ func (w *Writer) publish() error {
 		if cb.valid != nil {
 			validity = cb.valid[:(rows+7)/8]
 		}
-		ec, err := w.encs[si].Encode(class, width, c.Nullable, rows, validity, vals)
+		ec, err := encs[si].Encode(class, width, c.Nullable, rows, validity, vals)
 		if err != nil {
 			// Nothing was written: the buffered rows stay, but a block the
 			// encoder refuses would be refused again, so the writer stops.

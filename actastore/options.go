@@ -56,6 +56,11 @@ type Options struct {
 	// BenchmarkFlushBlock); compaction compresses sealed files instead.
 	FlushZstd bool
 	ZstdLevel int // with FlushZstd; 0 means the default (3)
+	// FlushZstdMinRows, with FlushZstd, writes blocks of fewer rows
+	// uncompressed: a live series' small age-triggered blocks skip zstd,
+	// while large flushes (a backfill, a busy series, the flush at
+	// shutdown) still get it. 0 compresses every block.
+	FlushZstdMinRows int
 
 	// Rotation seals a series' newest file at UTC-aligned period
 	// boundaries and/or a file size, and starts the next one. The zero

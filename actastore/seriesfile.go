@@ -61,7 +61,8 @@ type fileWriter interface {
 
 // fileOptions are what writers need from the store's Options.
 type fileOptions struct {
-	zstd      bool
-	zstdLevel int
-	blockRows int
+	zstd        bool
+	zstdMinRows int // with zstd: smaller blocks are written uncompressed
+	zstdLevel   int
+	blockRows   int
 }

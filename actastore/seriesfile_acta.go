@@ -46,9 +46,10 @@ func writerOptions(fo fileOptions) acta.WriterOptions {
 		codec = acta.CodecZstd
 	}
 	return acta.WriterOptions{
-		Codec:     codec,
-		ZstdLevel: fo.zstdLevel,
-		Encoding:  acta.EncodingAdaptive,
+		Codec:        codec,
+		CodecMinRows: fo.zstdMinRows,
+		ZstdLevel:    fo.zstdLevel,
+		Encoding:     acta.EncodingAdaptive,
 		// appendBlock flushes after each call, so the target only splits a
 		// call larger than BlockRows.
 		RowBlockTarget: fo.blockRows,

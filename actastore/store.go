@@ -133,7 +133,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		byRef:   make(map[uint64]*memSeries),
 		byHash:  make(map[uint64][]*memSeries),
 		ix:      newIndex(),
-		fo:      fileOptions{zstd: opts.FlushZstd, zstdLevel: opts.ZstdLevel, blockRows: opts.BlockRows},
+		fo:      fileOptions{zstd: opts.FlushZstd, zstdMinRows: opts.FlushZstdMinRows, zstdLevel: opts.ZstdLevel, blockRows: opts.BlockRows},
 		flushCh: make(chan *memSeries, 4096),
 		stop:    make(chan struct{}),
 

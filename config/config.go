@@ -89,8 +89,10 @@ type StorageConfig struct {
 	// 0 is unlimited. Bounds head memory (about 16 bytes a sample).
 	MaxHeadSamples int64 `yaml:"max_head_samples"`
 	MaxOpenFiles   int   `yaml:"max_open_files"`
-	// FlushCodec is "none" (default: flushes are small and compaction
-	// compresses sealed files) or "zstd" at ZstdLevel.
+	// FlushCodec is "auto" (default: zstd at ZstdLevel for flushed blocks
+	// of at least FlushAutoMinRows rows, none for the small blocks of
+	// age-triggered flushes, which compaction compresses later), "none"
+	// or "zstd" (every block).
 	FlushCodec string `yaml:"flush_codec"`
 	ZstdLevel  int    `yaml:"zstd_level"`
 	// MaxSeries is the cardinality limit; 0 means unlimited.

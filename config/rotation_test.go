@@ -16,7 +16,7 @@ func TestRotationDefaults(t *testing.T) {
 	if r != want {
 		t.Errorf("rotation defaults %+v, want %+v", r, want)
 	}
-	if c := Default().Storage.FlushCodec; c != "none" {
+	if c := Default().Storage.FlushCodec; c != "auto" {
 		t.Errorf("storage.flush_codec default %q", c)
 	}
 }

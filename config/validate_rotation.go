@@ -5,7 +5,7 @@ import "time"
 const day = 24 * time.Hour
 
 func (c *Config) validateRotation(v *validator) {
-	v.oneOf("storage.flush_codec", c.Storage.FlushCodec, "none", "zstd")
+	v.oneOf("storage.flush_codec", c.Storage.FlushCodec, "auto", "none", "zstd")
 	r := c.Rotation
 	if p := time.Duration(r.Period); p != 0 {
 		// Boundaries must fall on the UTC day structure: a period dividing

@@ -33,7 +33,8 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 		MaxSeries:        s.MaxSeries,
 		MaxQuerySeries:   cfg.RemoteRead.MaxSeriesPerQuery,
 		MaxQuerySamples:  cfg.RemoteRead.MaxSamplesPerQuery,
-		FlushZstd:        s.FlushCodec == "zstd",
+		FlushZstd:        s.FlushCodec != "none",
+		FlushZstdMinRows: flushZstdMinRows(s.FlushCodec),
 		ZstdLevel:        s.ZstdLevel,
 		Rotation: rotation.Policy{
 			Period:       time.Duration(cfg.Rotation.Period),
@@ -78,4 +79,16 @@ func readLimits(c config.RemoteReadConfig) remoteread.Limits {
 		MaxQueueWait:       c.MaxQueueWait,
 		MaxBytesPerFrame:   int(c.MaxBytesPerFrame),
 	}
+}
+
+// flushZstdMinRows is the block size from which storage.flush_codec "auto"
+// compresses flushed blocks. Below it (the few dozen rows a live 15 s series
+// flushes every max_head_age) zstd saved 0-15% for 10-15x the flush CPU;
+// from about a hundred rows on it halves counter and gauge blocks
+// (acta/internal/encoding benchmark table, README "Performance").
+func flushZstdMinRows(codec string) int {
+	if codec == "auto" {
+		return 128
+	}
+	return 0
 }
