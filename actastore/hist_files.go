@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -18,13 +19,18 @@ import (
 // Files of the histogram side of the store, under <dir>/histograms/:
 //
 //	wal/00000000 ...               histogram WAL (records in hist_records.go)
-//	<ab>/<ref>.acta                 a series' native histograms (histfile schema)
+//	<ab>/<ref>-<start>.acta         a series' native histograms (histfile schema),
+//	                               one file per rotation period or size, named
+//	                               and routed like float series files (rotation.Policy)
 //	<ab>/<ref>.exemplars.acta       a series' newest exemplars: timestamp, value, labels
 //	metadata.acta                   metric family metadata: name, type, unit, help
 //	*.tmp                           a rewrite before its rename; swept at open
 //
-// One histogram file per series, without rotation (yet): histogram series
-// are few next to float series, and each sample is tens of bytes.
+// Histogram files rotate, expire and count for the size cap like float
+// series files (rotate.go, maintain.go); they are not compacted
+// (rotation.CompactFile knows the float schema only). A file named
+// <ab>/<ref>.acta (before rotation) is renamed at open to
+// <ref>-<first sample>.acta.
 const (
 	histDirName       = "histograms"
 	histFileExt       = ".acta"
@@ -37,8 +43,37 @@ const (
 	maxHistBlockRows  = 4096
 )
 
-func histFilePath(root string, ref uint64) string {
+// histFilePath is the histogram file of series ref starting at startMs;
+// the name is a series file's (seriesFileName).
+func histFilePath(root string, ref uint64, startMs int64) string {
+	return filepath.Join(root, histDirName, shardName(ref), seriesFileName(ref, startMs))
+}
+
+// legacyHistFilePath is the one histogram file of a series written before
+// histogram files rotated.
+func legacyHistFilePath(root string, ref uint64) string {
 	return filepath.Join(root, histDirName, shardName(ref), fmt.Sprintf("%016x%s", ref, histFileExt))
+}
+
+// histFileRange returns the least and greatest timestamp of a histogram
+// file from its block index (no block is read); ok is false without rows.
+func histFileRange(path string) (minT, maxT int64, ok bool, err error) {
+	r, err := acta.Open(path)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer r.Close()
+	for _, bi := range r.Blocks() {
+		if bi.Rows == 0 {
+			continue
+		}
+		if !ok {
+			minT, maxT, ok = bi.Min, bi.Max, true
+			continue
+		}
+		minT, maxT = min(minT, bi.Min), max(maxT, bi.Max)
+	}
+	return minT, maxT, ok, nil
 }
 
 func exemplarFilePath(root string, ref uint64) string {
@@ -292,32 +327,99 @@ func sameHistogram(a, b HistogramSample) bool {
 	return string(histfile.AppendRecord(nil, a)) == string(histfile.AppendRecord(nil, b))
 }
 
-// scanHistFiles registers every series with a histogram or exemplar file.
+// scanHistFiles registers every series' histogram files (renaming a
+// pre-rotation <ref>.acta to <ref>-<first sample>.acta) and notes the
+// newest file's newest sample.
 func (h *histStore) scanHistFiles() error {
 	shards, err := os.ReadDir(h.root)
 	if err != nil {
 		return err
 	}
+	var found []*histSeries
 	for _, sh := range shards {
 		if !sh.IsDir() || len(sh.Name()) != 2 {
 			continue
 		}
-		files, err := os.ReadDir(filepath.Join(h.root, sh.Name()))
+		dir := filepath.Join(h.root, sh.Name())
+		files, err := os.ReadDir(dir)
 		if err != nil {
 			return err
 		}
+		renamed := false
 		for _, f := range files {
 			name := f.Name()
-			if len(name) < 16 || !(name[16:] == histFileExt || name[16:] == exemplarFileExt) {
-				continue
+			ref, start, ok := parseSeriesFileName(name)
+			legacy := !ok && len(name) == 16+len(histFileExt) && name[16:] == histFileExt
+			if legacy {
+				var err error
+				if ref, err = strconv.ParseUint(name[:16], 16, 64); err != nil {
+					continue
+				}
+				minT, _, any, err := histFileRange(filepath.Join(dir, name))
+				if err != nil {
+					return fmt.Errorf("histogram file %s: %w", name, err)
+				}
+				start = 0
+				if any {
+					start = minT
+				}
+				to := histFilePath(h.s.dir, ref, start)
+				if _, err := os.Stat(to); err == nil {
+					h.s.log.Warn("pre-rotation histogram file left alone: its new name is taken", "file", name)
+					continue
+				}
+				if err := os.Rename(filepath.Join(dir, name), to); err != nil {
+					return err
+				}
+				renamed, ok = true, true
+			} else if !ok {
+				if len(name) != 16+len(exemplarFileExt) || name[16:] != exemplarFileExt {
+					continue
+				}
+				var err error
+				if ref, err = strconv.ParseUint(name[:16], 16, 64); err != nil {
+					continue
+				}
 			}
-			var ref uint64
-			if _, err := fmt.Sscanf(name[:16], "%016x", &ref); err != nil {
-				continue
-			}
-			if h.seriesByRef(ref) == nil {
+			st := h.seriesByRef(ref)
+			if st == nil {
 				h.s.log.Warn("histogram file of an unknown series left alone", "file", name)
+				continue
 			}
+			if ok {
+				if len(st.files) == 0 {
+					found = append(found, st)
+				}
+				st.files = append(st.files, start)
+			}
+		}
+		if renamed {
+			if err := syncDir(dir); err != nil {
+				return err
+			}
+		}
+	}
+	for _, st := range found {
+		slices.Sort(st.files)
+		st.files = slices.Compact(st.files)
+		if err := st.noteNewestLocked(h.s.dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noteNewestLocked reads the newest file's newest sample (st.mu held or
+// st not shared).
+func (st *histSeries) noteNewestLocked(root string) error {
+	st.newestMax = noTime
+	if n := len(st.files); n > 0 {
+		_, maxT, ok, err := histFileRange(histFilePath(root, st.ref, st.files[n-1]))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("histogram file of series %016x: %w", st.ref, err)
+		}
+		if ok {
+			st.newestMax = maxT
 		}
 	}
 	return nil

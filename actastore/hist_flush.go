@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/histfile"
+	"github.com/acta-remote/acta-remote/rotation"
 )
 
 // histHeadAgeFactor: histograms wait histHeadAgeFactor × MaxHeadAge in
@@ -78,16 +81,9 @@ func (h *histStore) flushAll() error {
 		}
 		exRows := st.exRows
 		st.mu.Unlock()
-		// One block per batch: histfile's bucket columns refer to the
-		// block's previous row.
-		for lo := 0; lo < len(head); lo += maxHistBlockRows {
-			path := histFilePath(h.s.dir, st.ref)
-			created, err := appendActaBlock(path, histfile.Schema(), histfile.Batch(head[lo:min(len(head), lo+maxHistBlockRows)]), opts)
-			if err != nil {
-				return fmt.Errorf("flush histograms of series %016x: %w", st.ref, err)
-			}
-			if created {
-				dirs[filepath.Dir(path)] = true
+		if len(head) > 0 {
+			if err := h.writeRotated(st, head, opts, dirs); err != nil {
+				return err
 			}
 		}
 		if len(newEx) > 0 {
@@ -157,6 +153,66 @@ func (h *histStore) flushAll() error {
 	}
 	h.oldest = time.Time{}
 	h.smu.Unlock()
+	return nil
+}
+
+// writeRotated writes a series' sorted head into its histogram files as
+// the rotation policy routes them, as Store.writeRotated does for floats
+// (h.mu held exclusively). One block per write of up to maxHistBlockRows:
+// histfile's bucket columns refer to the block's previous row.
+func (h *histStore) writeRotated(st *histSeries, head []HistogramSample, opts acta.WriterOptions, dirs map[string]bool) error {
+	pol := h.s.opts.Rotation
+	st.mu.Lock()
+	var cur *rotation.Newest
+	var curStart int64
+	if n := len(st.files); n > 0 {
+		curStart = st.files[n-1]
+		cur = &rotation.Newest{Start: curStart, MaxT: st.newestMax}
+		// A file renamed from before rotation may span periods: route as
+		// if it started in its newest sample's period, so every new file
+		// starts after everything it holds.
+		if pol.Period > 0 && st.newestMax != noTime && pol.PeriodStart(st.newestMax) > curStart {
+			cur.Start = pol.PeriodStart(st.newestMax)
+		}
+	}
+	st.mu.Unlock()
+	if cur != nil && pol.MaxFileBytes > 0 {
+		if fi, err := os.Stat(histFilePath(h.s.dir, st.ref, curStart)); err == nil {
+			cur.Bytes = fi.Size()
+		}
+	}
+	ts := make([]int64, len(head))
+	for i, x := range head {
+		ts[i] = x.T
+	}
+	for _, part := range pol.Split(cur, ts) {
+		start := part.Start
+		if !part.Create {
+			start = curStart
+		}
+		path := histFilePath(h.s.dir, st.ref, start)
+		for lo := part.Lo; lo < part.Hi; lo += maxHistBlockRows {
+			created, err := appendActaBlock(path, histfile.Schema(), histfile.Batch(head[lo:min(part.Hi, lo+maxHistBlockRows)]), opts)
+			if err != nil {
+				return fmt.Errorf("flush histograms of series %016x: %w", st.ref, err)
+			}
+			if created {
+				dirs[filepath.Dir(path)] = true
+			}
+		}
+		if part.Create {
+			h.s.rm.FilesCreated.WithLabelValues(part.Reason).Inc()
+		}
+		st.mu.Lock()
+		if part.Create && !slices.Contains(st.files, start) {
+			st.files = append(st.files, start)
+			slices.Sort(st.files)
+		}
+		if n := len(st.files); n > 0 && st.files[n-1] == start {
+			st.newestMax = max(st.newestMax, ts[part.Hi-1])
+		}
+		st.mu.Unlock()
+	}
 	return nil
 }
 

@@ -32,9 +32,21 @@ func (h *histStore) read(ms *memSeries, mint, maxt int64) ([]HistogramSample, er
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	runs, err := readHistFile(histFilePath(h.s.dir, ms.ref), mint, maxt)
-	if err != nil {
-		return nil, err
+	st.mu.Lock()
+	files := slices.Clone(st.files)
+	st.mu.Unlock()
+	var runs [][]HistogramSample
+	for i, start := range files {
+		// Every sample of a file is older than the next file's start
+		// (out-of-order ones may be older than its own): skip by name.
+		if i+1 < len(files) && files[i+1] <= mint {
+			continue
+		}
+		r, err := readHistFile(histFilePath(h.s.dir, ms.ref, start), mint, maxt)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r...)
 	}
 	st.mu.Lock()
 	var head []HistogramSample

@@ -67,6 +67,8 @@ type histSeries struct {
 	exNew       int        // how many of the newest exemplars are not in the exemplar file
 	exRows      int        // rows in the exemplar file
 	exLoaded    bool       // exemplar file read
+	files       []int64    // starts of the histogram files, ascending (rotation.Policy)
+	newestMax   int64      // newest sample in the newest file; noTime when unknown or none
 }
 
 func openHistStore(s *Store) (*histStore, error) {
@@ -157,7 +159,7 @@ func (h *histStore) seriesByRef(ref uint64) *histSeries {
 	if ms == nil {
 		return nil
 	}
-	st := &histSeries{ref: ref, ms: ms, newest: noTime}
+	st := &histSeries{ref: ref, ms: ms, newest: noTime, newestMax: noTime}
 	h.series[ref] = st
 	return st
 }

@@ -95,6 +95,7 @@ func (s *Store) applyRetention(res *MaintenanceResult) error {
 		last, has := ms.lastFlushed.T, ms.hasLastFlushed
 		ms.mu.Unlock()
 		if len(starts) == 0 {
+			owners[ms.ref] = ms
 			continue
 		}
 		newest := seriesFilePath(s.dir, ms.ref, starts[len(starts)-1])
@@ -131,17 +132,44 @@ func (s *Store) applyRetention(res *MaintenanceResult) error {
 			files = append(files, f)
 		}
 	}
+	if s.hist != nil {
+		files = append(files, s.hist.retentionFiles(ret.MaxBytes > 0)...)
+	}
 	var other int64
 	if ret.MaxBytes > 0 {
-		other = dirAllocated(filepath.Join(s.dir, walDirName)) + dirAllocated(filepath.Join(s.dir, catalogDirName))
+		other = dirAllocated(filepath.Join(s.dir, walDirName)) + dirAllocated(filepath.Join(s.dir, catalogDirName)) +
+			dirAllocated(filepath.Join(s.dir, histDirName, walDirName))
 	}
 	plan := ret.Plan(files, s.now().UnixMilli(), other)
 	var errs []error
 	dirs := make(map[string]struct{})
 	var emptied []*memSeries
+	touched := make(map[*memSeries]bool)
 	for _, d := range plan {
 		ms := owners[d.Ref]
-		n, gone, empty, err := s.deleteFile(ms, d.File)
+		if d.Kind == fileKindHistogram {
+			n, gone, err := s.hist.deleteFile(d.File)
+			if err != nil {
+				errs = append(errs, err)
+				res.Errors++
+				continue
+			}
+			if !gone {
+				continue
+			}
+			res.FilesDeleted++
+			res.BytesDeleted += n
+			s.rm.Deleted.WithLabelValues(d.Reason).Inc()
+			s.rm.DeletedBytes.Add(float64(n))
+			dirs[filepath.Dir(histFilePath(s.dir, d.Ref, d.Start))] = struct{}{}
+			s.log.Debug("retention deleted histogram file", "ref", fmt.Sprintf("%016x", d.Ref), "start", d.Start, "reason", d.Reason, "bytes", n)
+			if ms != nil && !touched[ms] {
+				touched[ms] = true
+				emptied = append(emptied, ms)
+			}
+			continue
+		}
+		n, gone, _, err := s.deleteFile(ms, d.File)
 		if err != nil {
 			errs = append(errs, err)
 			res.Errors++
@@ -156,7 +184,8 @@ func (s *Store) applyRetention(res *MaintenanceResult) error {
 		s.rm.DeletedBytes.Add(float64(n))
 		dirs[filepath.Join(s.dir, seriesDirName, shardName(ms.ref))] = struct{}{}
 		s.log.Debug("retention deleted series file", "ref", fmt.Sprintf("%016x", ms.ref), "start", d.Start, "reason", d.Reason, "bytes", n)
-		if empty {
+		if !touched[ms] { // removeSeries checks what is left
+			touched[ms] = true
 			emptied = append(emptied, ms)
 		}
 	}
@@ -224,12 +253,23 @@ func (s *Store) removeSeries(cands []*memSeries) (int, error) {
 	s.truncMu.Lock()
 	defer s.truncMu.Unlock()
 	s.appendMu.Lock()
+	// Histogram files and heads count too (appends are paused, so no
+	// histogram arrives meanwhile; h.mu keeps a flush out).
+	var histBusy map[*memSeries]bool
+	if s.hist != nil {
+		s.hist.mu.Lock()
+		histBusy = make(map[*memSeries]bool)
+		for _, ms := range cands {
+			histBusy[ms] = s.hist.hasData(ms.ref)
+		}
+	}
 	s.mu.Lock()
 	at := s.now().UnixMilli()
 	var dels []deletedRec
+	var gone []uint64
 	for _, ms := range cands {
 		ms.mu.Lock()
-		ok := !ms.removed && len(ms.files) == 0 && len(ms.head) == 0 && len(ms.flushing) == 0
+		ok := !ms.removed && !histBusy[ms] && len(ms.files) == 0 && len(ms.head) == 0 && len(ms.flushing) == 0
 		if ok {
 			ms.removed = true
 		}
@@ -239,12 +279,17 @@ func (s *Store) removeSeries(cands []*memSeries) (int, error) {
 			continue
 		}
 		s.removeSeriesLocked(ms)
+		gone = append(gone, ms.ref)
 		if inCat {
 			dels = append(dels, deletedRec{Ref: ms.ref, At: at})
 		}
 		s.deletedRefs[ms.ref] = at
 	}
 	s.mu.Unlock()
+	if s.hist != nil {
+		s.hist.forgetLocked(gone)
+		s.hist.mu.Unlock()
+	}
 	s.appendMu.Unlock()
 	s.rm.SeriesRemoved.Add(float64(len(dels)))
 	if err := s.cat.remove(dels); err != nil {

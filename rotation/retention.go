@@ -27,6 +27,10 @@ type File struct {
 	End    int64
 	Sealed bool  // not the series' newest file
 	Bytes  int64 // allocated bytes
+	// Kind is the caller's kind of file (actastore: float or histogram
+	// series file), opaque here: each kind has its own newest file per
+	// series, and the size cap orders every kind's sealed files together.
+	Kind int
 }
 
 // Deletion is a file retention removes, and why.
@@ -72,7 +76,7 @@ func (p Retention) Plan(files []File, nowMs int64, otherBytes int64) []Deletion 
 		}
 		slices.SortFunc(order, func(a, b int) int {
 			fa, fb := files[a], files[b]
-			return cmp.Or(cmp.Compare(fa.End, fb.End), cmp.Compare(fa.Start, fb.Start), cmp.Compare(fa.Ref, fb.Ref))
+			return cmp.Or(cmp.Compare(fa.End, fb.End), cmp.Compare(fa.Start, fb.Start), cmp.Compare(fa.Ref, fb.Ref), cmp.Compare(fa.Kind, fb.Kind))
 		})
 		for _, i := range order {
 			if total <= p.MaxBytes {
@@ -83,7 +87,7 @@ func (p Retention) Plan(files []File, nowMs int64, otherBytes int64) []Deletion 
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Deletion) int {
-		return cmp.Or(cmp.Compare(a.End, b.End), cmp.Compare(a.Start, b.Start), cmp.Compare(a.Ref, b.Ref))
+		return cmp.Or(cmp.Compare(a.End, b.End), cmp.Compare(a.Start, b.Start), cmp.Compare(a.Ref, b.Ref), cmp.Compare(a.Kind, b.Kind))
 	})
 	return out
 }
