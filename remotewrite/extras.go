@@ -3,7 +3,6 @@ package remotewrite
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/prompb"
@@ -12,13 +11,11 @@ import (
 	"github.com/acta-remote/acta-remote/actastore"
 )
 
-// Native histograms, exemplars and metadata are rare next to float samples
-// and structurally deep, so they are unmarshalled with the generated prompb
-// code rather than walked by hand; the result goes straight into the
-// scratch's extras arenas.
+// Native histograms, exemplars and metadata are converted from the
+// unmarshalled prompb/writev2 messages into the scratch's extras arenas.
 
-// metricTypes maps the wire enums (prompb MetricMetadata.MetricType and
-// writev2 Metadata.MetricType share the numbering) to Prometheus's names.
+// metricTypes maps the 1.0 wire enum (prompb MetricMetadata.MetricType) to
+// Prometheus's names; 2.0 metadata goes through writev2's ToMetadata.
 var metricTypes = [...]model.MetricType{
 	model.MetricTypeUnknown, model.MetricTypeCounter, model.MetricTypeGauge, model.MetricTypeHistogram,
 	model.MetricTypeGaugeHistogram, model.MetricTypeSummary, model.MetricTypeInfo, model.MetricTypeStateset,
@@ -31,8 +28,9 @@ func metricType(t int32) model.MetricType {
 	return metricTypes[t]
 }
 
-// histogramSample converts a decoded histogram, keeping integer histograms
-// integer (Remote-Write: count_int vs count_float decides).
+// histogramSampleV1/V2 convert a decoded histogram, keeping integer
+// histograms integer (count_int vs count_float decides, as in the
+// Remote-Write 2.0 spec).
 func histogramSampleV1(h *prompb.Histogram) actastore.HistogramSample {
 	if h.IsFloatHistogram() {
 		return actastore.HistogramSample{T: h.Timestamp, FH: h.ToFloatHistogram()}
@@ -47,87 +45,29 @@ func histogramSampleV2(h *writev2.Histogram) actastore.HistogramSample {
 	return actastore.HistogramSample{T: h.Timestamp, H: h.ToIntHistogram()}
 }
 
-// parseHistogramV1 decodes a prompb.Histogram (TimeSeries field 4).
-func parseHistogramV1(b []byte) (actastore.HistogramSample, error) {
-	var h prompb.Histogram
-	if err := h.Unmarshal(b); err != nil {
-		return actastore.HistogramSample{}, err
-	}
-	return histogramSampleV1(&h), nil
-}
-
-// parseHistogramV2 decodes a writev2.Histogram (TimeSeries field 3).
-func parseHistogramV2(b []byte) (actastore.HistogramSample, error) {
-	var h writev2.Histogram
-	if err := h.Unmarshal(b); err != nil {
-		return actastore.HistogramSample{}, err
-	}
-	return histogramSampleV2(&h), nil
-}
-
-// parseExemplarV1 decodes a prompb.Exemplar (TimeSeries field 3).
-func (s *scratch) parseExemplarV1(b []byte) (actastore.Exemplar, error) {
-	var e prompb.Exemplar
-	if err := e.Unmarshal(b); err != nil {
-		return actastore.Exemplar{}, err
-	}
-	s.sb.Reset()
-	for _, l := range e.Labels {
-		s.sb.Add(l.Name, l.Value)
-	}
-	s.sb.Sort()
-	return actastore.Exemplar{Labels: s.sb.Labels(), Value: e.Value, T: e.Timestamp}, nil
-}
-
-// parseExemplarV2 decodes a writev2.Exemplar (TimeSeries field 4); label
-// references out of the symbol table reject the series.
-func (s *scratch) parseExemplarV2(b []byte) (actastore.Exemplar, error) {
-	var e writev2.Exemplar
-	if err := e.Unmarshal(b); err != nil {
-		return actastore.Exemplar{}, err
-	}
-	if len(e.LabelsRefs)%2 != 0 {
-		return actastore.Exemplar{}, fmt.Errorf("exemplar labels_refs has odd length %d", len(e.LabelsRefs))
-	}
-	s.sb.Reset()
-	for i := 0; i < len(e.LabelsRefs); i += 2 {
-		n, v := e.LabelsRefs[i], e.LabelsRefs[i+1]
-		if int(n) >= len(s.symbols) || int(v) >= len(s.symbols) {
-			return actastore.Exemplar{}, fmt.Errorf("exemplar labels_refs[%d] out of range, request has %d symbols", i, len(s.symbols))
-		}
-		s.sb.Add(s.symbols[n], s.symbols[v])
-	}
-	s.sb.Sort()
-	return actastore.Exemplar{Labels: s.sb.Labels(), Value: e.Value, T: e.Timestamp}, nil
-}
-
-// parseMetadataV1 decodes a prompb.MetricMetadata (WriteRequest field 3).
-func parseMetadataV1(b []byte) (actastore.NamedMetadata, error) {
-	var m prompb.MetricMetadata
-	if err := m.Unmarshal(b); err != nil {
-		return actastore.NamedMetadata{}, err
-	}
+// metadataV1 converts a 1.0 MetricMetadata (one per metric family).
+func metadataV1(m *prompb.MetricMetadata) actastore.NamedMetadata {
 	return actastore.NamedMetadata{Name: m.MetricFamilyName,
-		Metadata: actastore.Metadata{Type: metricType(int32(m.Type)), Unit: m.Unit, Help: m.Help}}, nil
+		Metadata: actastore.Metadata{Type: metricType(int32(m.Type)), Unit: m.Unit, Help: m.Help}}
 }
 
-// parseMetadataV2 decodes a writev2.Metadata (TimeSeries field 5).
-func (s *scratch) parseMetadataV2(b []byte) (actastore.Metadata, bool, error) {
-	var m writev2.Metadata
-	if err := m.Unmarshal(b); err != nil {
-		return actastore.Metadata{}, false, err
+// metadataV2 resolves a 2.0 series' metadata with writev2's ToMetadata
+// (help and unit references out of the symbol table are an error). It is
+// nil when the series carries none: an all-default Metadata is what a
+// sender without metadata sends. The symbols are strings of their own
+// (Unmarshal copies them), so the store may keep them.
+func metadataV2(ts *writev2.TimeSeries, symbols []string) (*actastore.Metadata, error) {
+	if ts.Metadata.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && ts.Metadata.HelpRef == 0 && ts.Metadata.UnitRef == 0 {
+		return nil, nil // absent (or sent all-default): nothing to resolve
 	}
-	if int(m.HelpRef) >= len(s.symbols) {
-		return actastore.Metadata{}, false, fmt.Errorf("field 3 ref %d out of range, request has %d symbols", m.HelpRef, len(s.symbols))
+	m, err := ts.ToMetadata(symbols)
+	if err != nil {
+		return nil, err
 	}
-	if int(m.UnitRef) >= len(s.symbols) {
-		return actastore.Metadata{}, false, fmt.Errorf("field 4 ref %d out of range, request has %d symbols", m.UnitRef, len(s.symbols))
+	if ts.Metadata.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && m.Help == "" && m.Unit == "" {
+		return nil, nil
 	}
-	// Symbols alias the pooled decode buffer; the store keeps metadata.
-	md := actastore.Metadata{Type: metricType(int32(m.Type)), Help: strings.Clone(s.symbols[m.HelpRef]), Unit: strings.Clone(s.symbols[m.UnitRef])}
-	// An all-default Metadata is what a sender without metadata sends.
-	empty := m.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && md.Help == "" && md.Unit == ""
-	return md, !empty, nil
+	return &actastore.Metadata{Type: m.Type, Help: m.Help, Unit: m.Unit}, nil
 }
 
 // appendExtras hands histograms, exemplars and metadata to the store, after

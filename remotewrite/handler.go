@@ -1,8 +1,9 @@
 // Package remotewrite is the Prometheus Remote-Write 1.0 and 2.0 receiver:
 // POST /api/v1/write. It negotiates the message from Content-Type, bounds
-// the snappy body before decoding, decodes protobuf straight into store
-// batches, rejects invalid series one by one (storing the rest) and answers
-// with the Remote-Write 2.0 "written" headers.
+// the snappy body before decoding, unmarshals it with the generated prompb
+// (1.0) or writev2 (2.0) messages, converts them into store batches,
+// rejects invalid series one by one (storing the rest) and answers with the
+// Remote-Write 2.0 "written" headers.
 package remotewrite
 
 import (

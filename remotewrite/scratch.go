@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/acta-remote/acta-remote/actastore"
 )
@@ -14,18 +16,22 @@ import (
 type scratch struct {
 	raw, dec []byte // compressed body, decoded protobuf
 
+	// The unmarshalled request, pooled with the scratch: its Timeseries
+	// (and 2.0 Symbols) slices keep their capacity across requests.
+	w1 prompb.WriteRequest
+	w2 writev2.Request
+
 	batch   []actastore.SeriesSamples
 	samples []actastore.Sample // arena; batch[i].Samples are slices of it
 	spans   []span             // batch[i]'s range in samples, fixed after decoding
 
-	extras  []actastore.SeriesExtras
-	hists   []actastore.HistogramSample // arena; extras[i].Histograms are slices of it
-	exs     []actastore.Exemplar        // arena; extras[i].Exemplars are slices of it
-	xspans  []xspan                     // extras[i]'s ranges in hists and exs
-	meta    []actastore.NamedMetadata
-	pairs   []pair   // the series being decoded, names/values alias dec
-	symbols []string // Remote-Write 2.0 symbols, alias dec
-	sb      labels.ScratchBuilder
+	extras []actastore.SeriesExtras
+	hists  []actastore.HistogramSample // arena; extras[i].Histograms are slices of it
+	exs    []actastore.Exemplar        // arena; extras[i].Exemplars are slices of it
+	xspans []xspan                     // extras[i]'s ranges in hists and exs
+	meta   []actastore.NamedMetadata
+	pairs  []pair // the series being converted
+	sb     labels.ScratchBuilder
 
 	stats  stats
 	errs   []error        // rejections, the first maxErrors kept for the answer
@@ -42,10 +48,10 @@ type pair struct{ name, value string }
 
 // stats is what one request carried and what became of it.
 type stats struct {
-	series, samples, histograms, exemplars, metadata int
-	rejectedSamples, rejectedHistograms              int
-	samplesWritten, histogramsWritten                int
-	exemplarsWritten                                 int
+	series, samples, histograms, exemplars int
+	rejectedSamples, rejectedHistograms    int
+	samplesWritten, histogramsWritten      int
+	exemplarsWritten                       int
 }
 
 // maxErrors bounds the rejection messages kept per request: the answer
@@ -61,9 +67,13 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{reason: map[string
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(s *scratch) {
-	if cap(s.raw) > maxPooledBytes || cap(s.dec) > maxPooledBytes || cap(s.samples) > maxPooledBytes/16 {
+	if cap(s.raw) > maxPooledBytes || cap(s.dec) > maxPooledBytes || cap(s.samples) > maxPooledBytes/16 ||
+		cap(s.w1.Timeseries)*int(unsafe.Sizeof(prompb.TimeSeries{})) > maxPooledBytes ||
+		cap(s.w2.Timeseries)*int(unsafe.Sizeof(writev2.TimeSeries{})) > maxPooledBytes ||
+		cap(s.w2.Symbols) > maxPooledBytes/16 {
 		return
 	}
+	resetRequests(s)
 	clear(s.batch) // drop label references so the store's copies can be freed
 	s.batch = s.batch[:0]
 	s.samples = s.samples[:0]
@@ -78,8 +88,6 @@ func putScratch(s *scratch) {
 	clear(s.meta)
 	s.meta = s.meta[:0]
 	s.pairs = s.pairs[:0]
-	clear(s.symbols)
-	s.symbols = s.symbols[:0]
 	clear(s.errs)
 	s.errs = s.errs[:0]
 	s.nerrs = 0
@@ -102,17 +110,21 @@ func (s *scratch) reject(samples int, err error) {
 	}
 }
 
-// aliasStrings: with the default stringlabels build, ScratchBuilder.Labels
-// copies every name and value into one new string, so strings may alias the
-// pooled decode buffer. Other label builds keep the strings themselves, so
-// they get real copies.
-var aliasStrings = labels.ImplementationName == "stringlabels"
-
-func str(b []byte) string {
-	if aliasStrings {
-		return unsafe.String(unsafe.SliceData(b), len(b))
-	}
-	return string(b)
+// resetRequests empties the pooled request messages, keeping the capacity
+// of their top-level slices (Unmarshal appends a zero TimeSeries and
+// decodes into it, so nothing of the previous request leaks through) and
+// dropping every reference into the previous request.
+func resetRequests(s *scratch) {
+	ts1, md1 := s.w1.Timeseries, s.w1.Metadata
+	clear(ts1)
+	clear(md1)
+	s.w1.Reset()
+	s.w1.Timeseries, s.w1.Metadata = ts1[:0], md1[:0]
+	ts2, sym := s.w2.Timeseries, s.w2.Symbols
+	clear(ts2)
+	clear(sym)
+	s.w2.Reset()
+	s.w2.Timeseries, s.w2.Symbols = ts2[:0], sym[:0]
 }
 
 // finish points each batch entry at its samples once the arena stops growing.

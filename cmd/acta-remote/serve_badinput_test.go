@@ -173,7 +173,7 @@ func badCases() []badCase {
 		w("not snappy at all", h1, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 400, "bad snappy block header"),
 		w("corrupt snappy stream", h1, append(snappy.Encode(nil, []byte("hello world, hello world"))[:4], 0xff, 0xff), 400, "bad snappy"),
 		w("truncated protobuf", h1, snappy.Encode(nil, []byte{0x0a, 0x20, 0x0a}), 400, "malformed protobuf"),
-		w("wrong protobuf wire type", h1, snappy.Encode(nil, []byte{0x08, 0x01}), 400, "wire type 0"),
+		w("wrong protobuf wire type", h1, snappy.Encode(nil, []byte{0x08, 0x01}), 400, "wrong wireType = 0"),
 		w("more series than max_series_per_request", h1, rw1(tooMany...), 413, "max_series_per_request"),
 		w("labels not sorted", h1, rw1(tsOf("job", "a", "__name__", "bad_sort")), 400, "labels not sorted"),
 		w("duplicate label name", h1, rw1(tsOf("__name__", "bad_dup", "a", "1", "a", "2")), 400, `duplicate label name "a"`),
