@@ -247,3 +247,56 @@ func TestLegacyHistogramFile(t *testing.T) {
 		t.Fatalf("starts %v, want %v: +55 s joins the legacy file, +70 s starts the next period's", got, want)
 	}
 }
+
+// TestHistogramFilesSizeCap: the size cap counts histogram files and
+// deletes sealed ones with the float series' sealed files; newest files
+// of both kinds stay.
+func TestHistogramFilesSizeCap(t *testing.T) {
+	dir := t.TempDir()
+	clk := &fakeClock{}
+	boundary := day0 + 5*hour
+	clk.Set(boundary + hour)
+	opts := histRotOptions(clk)
+	opts.Retention = rotation.Retention{MaxBytes: 1}
+	s := openT(t, dir, opts)
+	defer s.Close()
+	c := histtest.Cases(boundary - 40_000)[:1]
+	if len(c[0].Samples) < 6 {
+		t.Fatalf("case %s has %d samples", c[0].Name, len(c[0].Samples))
+	}
+	fl := labels.FromStrings("__name__", "f", "job", "j")
+	if _, err := s.Append(context.Background(), []SeriesSamples{{Labels: fl, Samples: []Sample{{T: boundary - 1000, V: 1}, {T: boundary, V: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendExtras(context.Background(), histBatch(c)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.hist.flushAll(); err != nil {
+		t.Fatal(err)
+	}
+	if n := countHistFiles(t, dir); n != 2 {
+		t.Fatalf("%d histogram files, want 2", n)
+	}
+	res, err := s.Maintain()
+	if err != nil || res.FilesDeleted != 2 || res.SeriesRemoved != 0 {
+		t.Fatalf("pass: %+v %v", res, err)
+	}
+	if got := histStarts(s, labels.FromStrings("__name__", c[0].Name, "job", "j")); !slices.Equal(got, []int64{boundary}) {
+		t.Fatalf("histogram files %v, want [%d]", got, boundary)
+	}
+	checkHistogramSamples(t, "after the size cap", s, since(c, boundary))
+	set := s.Select(context.Background(), math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", "f"))
+	var ts []int64
+	for set.Next() {
+		for it := set.At().Iterator(); it.Next(); {
+			t, _ := it.At()
+			ts = append(ts, t)
+		}
+	}
+	if !slices.Equal(ts, []int64{boundary}) {
+		t.Fatalf("floats at %v, want [%d]", ts, boundary)
+	}
+}

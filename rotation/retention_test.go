@@ -52,3 +52,27 @@ func TestRetentionPlan(t *testing.T) {
 		{files[0], ReasonAge}, {files[3], ReasonAge}, {files[4], ReasonAge}, {files[1], ReasonSizeCap}, {files[5], ReasonSizeCap},
 	})
 }
+
+// TestRetentionPlanKinds: two kinds of file of one series (float and
+// histogram in actastore) are planned together: the size cap takes the
+// oldest sealed file whatever its kind, ties broken by Kind.
+func TestRetentionPlanKinds(t *testing.T) {
+	h := hourMs
+	files := []File{
+		{Ref: 1, Start: 2 * h, End: 4 * h, Sealed: true, Bytes: 4096},
+		{Ref: 1, Start: 4 * h, End: math.MaxInt64, Bytes: 4096},
+		{Ref: 1, Start: 0, End: 2 * h, Sealed: true, Bytes: 4096, Kind: 1},
+		{Ref: 1, Start: 2 * h, End: 4 * h, Sealed: true, Bytes: 4096, Kind: 1},
+		{Ref: 1, Start: 4 * h, End: 5 * h, Bytes: 4096, Kind: 1},
+	}
+	got := Retention{MaxBytes: 3 * 4096}.Plan(files, 6*h, 0)
+	want := []Deletion{{files[2], ReasonSizeCap}, {files[0], ReasonSizeCap}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("size:\n got  %+v\n want %+v", got, want)
+	}
+	got = Retention{MaxAge: time.Hour}.Plan(files, 6*h, 0)
+	want = []Deletion{{files[2], ReasonAge}, {files[0], ReasonAge}, {files[3], ReasonAge}, {files[4], ReasonAge}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("age:\n got  %+v\n want %+v", got, want)
+	}
+}
