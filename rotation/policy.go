@@ -47,7 +47,9 @@ const (
 func (p Policy) periodMs() int64 { return p.Period.Milliseconds() }
 
 // PeriodStart is the UTC-aligned start of the period holding t (floor
-// division, so times before 1970 align too). Without a period it is t.
+// division, so times before 1970 align too). Without a period it is t. The
+// first period of the int64 range starts at math.MinInt64: flooring there
+// would wrap around to the far future.
 func (p Policy) PeriodStart(t int64) int64 {
 	pm := p.periodMs()
 	if pm <= 0 {
@@ -56,6 +58,9 @@ func (p Policy) PeriodStart(t int64) int64 {
 	q := t / pm
 	if t%pm != 0 && t < 0 {
 		q--
+	}
+	if q < math.MinInt64/pm {
+		return math.MinInt64
 	}
 	return q * pm
 }
@@ -122,9 +127,11 @@ func (p Policy) Split(cur *Newest, ts []int64) []Part {
 	return parts
 }
 
-// cut is the first index at or after i whose timestamp is >= end.
+// cut is the first index at or after i whose timestamp is >= end. An end
+// of math.MaxInt64 is the last period's open end: it takes every timestamp,
+// math.MaxInt64 itself included, or Split would never move past that one.
 func (p Policy) cut(ts []int64, i int, end int64) int {
-	for i < len(ts) && ts[i] < end {
+	for i < len(ts) && (ts[i] < end || end == math.MaxInt64) {
 		i++
 	}
 	return i
