@@ -10,6 +10,11 @@ import (
 // message fails the whole request; an invalid series is rejected alone.
 func (h *Handler) decodeV1(s *scratch, b []byte) error {
 	req := &s.w1
+	if n, ok := countTopLevel(b, timeseriesFieldV1); ok {
+		if err := h.countSeries(s, n); err != nil {
+			return err
+		}
+	}
 	if err := req.Unmarshal(b); err != nil {
 		return malformed("WriteRequest", err)
 	}

@@ -13,6 +13,11 @@ import (
 // alone.
 func (h *Handler) decodeV2(s *scratch, b []byte) error {
 	req := &s.w2
+	if n, ok := countTopLevel(b, timeseriesFieldV2); ok {
+		if err := h.countSeries(s, n); err != nil {
+			return err
+		}
+	}
 	if err := req.Unmarshal(b); err != nil {
 		return malformed("Request", err)
 	}
