@@ -49,7 +49,7 @@ clean:
 # Side-by-side benchmark (cmd/acta-bench): acta-remote, Prometheus and
 # VictoriaMetrics on the same generated data; the peers are built from the Go
 # module proxy on first use. Results in bench-results/<time>/. Default size
-# 10k series × 6 h (under 15 min on 2 cores); bench-quick is a smoke run.
+# 10k series × 6 h (about 6 min on 2 cores); bench-quick is a smoke run.
 # Extra flags: make bench BENCH_ARGS='--series 20000 --systems acta-remote'.
 BENCH_ARGS ?=
 

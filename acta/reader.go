@@ -33,7 +33,7 @@ func Open(path string) (*Reader, error) { return OpenWithLimits(path, DefaultLim
 func OpenWithLimits(path string, l Limits) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("acta: open: %w", err)
+		return nil, fmt.Errorf("acta: %w", err) // os.Open already says "open PATH"
 	}
 	r, err := newReader(path, f, l)
 	if err != nil {

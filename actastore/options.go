@@ -50,7 +50,8 @@ type Options struct {
 	MaxQuerySamples int64 // per Select; 0 means unlimited
 
 	// FlushZstd compresses head-flushed blocks with Zstandard at
-	// ZstdLevel. Off by default: on the ~20-row blocks a 15 s series
+	// ZstdLevel (off in the zero Options; the server's default config turns
+	// it on with FlushZstdMinRows 128): on the ~20-row blocks a 15 s series
 	// flushes every 5 minutes zstd saves 0-15% of the bytes and costs
 	// 10-15x the CPU of the flush (rotation.TestFigures,
 	// BenchmarkFlushBlock); compaction compresses sealed files instead.

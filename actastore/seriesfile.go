@@ -52,9 +52,9 @@ func (b block) samplesIn(mint, maxt int64) []Sample {
 // at a time (the writer cache hands it out exclusively).
 type fileWriter interface {
 	// appendBlock writes one block and hands it to the OS, so readers opening
-	// the file afterwards see it; it is durable after sync.
+	// the file afterwards see it; the writer cache makes it durable (one
+	// syncfs, or an fsync per dirty file) before the WAL lets go of it.
 	appendBlock(ts []int64, vs []float64) error
-	sync() error
 	// close closes the file without fsync; the writer cache syncs it.
 	close() error
 }

@@ -102,8 +102,6 @@ func (a *actaWriter) appendBlock(ts []int64, vs []float64) error {
 	return a.w.Flush()
 }
 
-func (a *actaWriter) sync() error { return a.w.Sync() }
-
 // close releases the file without fsync: appendBlock already handed every
 // block to the OS, and the writer cache syncs dirty files before the WAL
 // lets go of their samples.

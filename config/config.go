@@ -86,7 +86,7 @@ type StorageConfig struct {
 	OutOfOrderWindow time.Duration `yaml:"out_of_order_window"`
 	// MaxHeadSamples: while the head holds more unflushed samples than
 	// this, writes get 429 with Retry-After (flushing has fallen behind).
-	// 0 is unlimited. Bounds head memory (about 16 bytes a sample).
+	// 0 is unlimited. Bounds head memory (about 32 bytes a sample, headSampleBytes).
 	MaxHeadSamples int64 `yaml:"max_head_samples"`
 	MaxOpenFiles   int   `yaml:"max_open_files"`
 	// FlushCodec is "auto" (default: zstd at ZstdLevel for flushed blocks

@@ -188,11 +188,19 @@ func (f *freshness) report(w io.Writer, who string, now time.Time) {
 	if !f.hasFile {
 		fmt.Fprintf(w, "%s: no matching sample is in the files yet; samples still in the server's head are not visible here\n", who)
 	} else {
-		age := now.Sub(time.UnixMilli(f.fileNewest)).Round(time.Second)
-		fmt.Fprintf(w, "%s: newest flushed sample of the matching series: %s (%s old); samples still in the server's head are not in the files yet\n",
-			who, fmtMs(f.fileNewest), age)
+		fmt.Fprintf(w, "%s: newest flushed sample of the matching series: %s (%s); samples still in the server's head are not in the files yet\n",
+			who, fmtMs(f.fileNewest), describeAge(now.Sub(time.UnixMilli(f.fileNewest)).Round(time.Second)))
 	}
 	if f.hasWAL && (!f.hasFile || f.walNewest > f.fileNewest) {
 		fmt.Fprintf(w, "%s: the WAL holds acknowledged samples up to %s; those after the newest flushed one are in the head only\n", who, fmtMs(f.walNewest))
 	}
+}
+
+// describeAge says how old a sample is, or how far in the future a sample
+// timestamped ahead of this clock lies.
+func describeAge(age time.Duration) string {
+	if age < 0 {
+		return fmt.Sprintf("%s in the future", -age)
+	}
+	return fmt.Sprintf("%s old", age)
 }

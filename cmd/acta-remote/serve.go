@@ -37,6 +37,7 @@ func runServe(args []string) int {
 	cfgPath := fs.String("config", "", "YAML config `file` (default: the embedded default config)")
 	listen := fs.String("listen", "", "HTTP listen `address`, overrides the config's listen")
 	dataDir := fs.String("data-dir", "", "data `directory`, overrides the config's data_dir")
+	grpcListen := fs.String("otlp-grpc-listen", "", "OTLP gRPC listen `address`, overrides otlp.grpc.listen_address; \"off\" disables OTLP gRPC")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -47,7 +48,7 @@ func runServe(args []string) int {
 		fmt.Fprintf(os.Stderr, "acta-remote serve: unexpected arguments %q\n", fs.Args())
 		return exitError
 	}
-	cfg, err := loadServeConfig(*cfgPath, *listen, *dataDir)
+	cfg, err := loadServeConfig(*cfgPath, overrides{listen: *listen, dataDir: *dataDir, grpcListen: *grpcListen})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote serve: %v\n", err)
 		return exitError
@@ -62,9 +63,16 @@ func runServe(args []string) int {
 	return exitOK
 }
 
+// overrides are the serve flags that override config keys ("" keeps the
+// config's value).
+type overrides struct {
+	listen, dataDir string
+	grpcListen      string // "off" disables OTLP gRPC
+}
+
 // loadServeConfig reads the file (or the embedded default), applies the
 // flags over it and validates the result.
-func loadServeConfig(path, listen, dataDir string) (*config.Config, error) {
+func loadServeConfig(path string, o overrides) (*config.Config, error) {
 	var cfg *config.Config
 	var err error
 	if path != "" {
@@ -75,11 +83,18 @@ func loadServeConfig(path, listen, dataDir string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if listen != "" {
-		cfg.Listen = listen
+	if o.listen != "" {
+		cfg.Listen = o.listen
 	}
-	if dataDir != "" {
-		cfg.DataDir = dataDir
+	if o.dataDir != "" {
+		cfg.DataDir = o.dataDir
+	}
+	switch o.grpcListen {
+	case "":
+	case "off":
+		cfg.OTLP.GRPC.Enabled = false
+	default:
+		cfg.OTLP.GRPC.Enabled, cfg.OTLP.GRPC.ListenAddress = true, o.grpcListen
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -387,14 +387,23 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 func TestServeConfigErrors(t *testing.T) {
-	if _, err := loadServeConfig("", "nonsense", ""); err == nil || !strings.Contains(err.Error(), "listen") {
+	if _, err := loadServeConfig("", overrides{listen: "nonsense"}); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Errorf("bad --listen: %v", err)
 	}
-	c, err := loadServeConfig("", "127.0.0.1:0", "/tmp/x")
+	c, err := loadServeConfig("", overrides{listen: "127.0.0.1:0", dataDir: "/tmp/x"})
 	if err != nil || c.Listen != "127.0.0.1:0" || c.DataDir != "/tmp/x" || c.Storage.BlockRows != 4096 {
 		t.Errorf("flags over the default: %+v %v", c, err)
 	}
-	if _, err := loadServeConfig("/no/such/file.yaml", "", ""); err == nil || !strings.Contains(err.Error(), "/no/such/file.yaml") {
+	if _, err := loadServeConfig("/no/such/file.yaml", overrides{}); err == nil || !strings.Contains(err.Error(), "/no/such/file.yaml") {
 		t.Errorf("missing file: %v", err)
+	}
+	if c, err := loadServeConfig("", overrides{grpcListen: "127.0.0.1:0"}); err != nil || !c.OTLP.GRPC.Enabled || c.OTLP.GRPC.ListenAddress != "127.0.0.1:0" {
+		t.Errorf("--otlp-grpc-listen 127.0.0.1:0: %+v %v", c.OTLP.GRPC, err)
+	}
+	if c, err := loadServeConfig("", overrides{grpcListen: "off"}); err != nil || c.OTLP.GRPC.Enabled {
+		t.Errorf("--otlp-grpc-listen off: %+v %v", c.OTLP.GRPC, err)
+	}
+	if _, err := loadServeConfig("", overrides{grpcListen: "nonsense"}); err == nil || !strings.Contains(err.Error(), "listen_address") {
+		t.Errorf("bad --otlp-grpc-listen: %v", err)
 	}
 }
