@@ -505,7 +505,9 @@ func newBackend(t *testing.T, tmp, addr string) *backend {
 		b := &backend{
 			name: "acta-remote", addr: addr, dataDir: dataDir, bin: serveBin,
 			logPath: filepath.Join(tmp, "acta-remote.log"),
-			args:    []string{"serve", "--listen", addr, "--data-dir", dataDir},
+			// No OTLP gRPC listener: these tests send no OTLP, and the
+			// default 127.0.0.1:4317 may be taken on a shared machine.
+			args: []string{"serve", "--listen", addr, "--data-dir", dataDir, "--otlp-grpc-listen", "off"},
 		}
 		b.validate = func(t *testing.T) { validateActaFiles(t, bin, dataDir) }
 		return b
