@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/admission"
 )
 
 // Receiver accepts OTLP metrics over HTTP (Handler, RegisterRoutes) and
@@ -46,29 +46,11 @@ func New(cfg Config, app actastore.Appender, logger *slog.Logger) (*Receiver, er
 	return r, nil
 }
 
-// acquire takes a request slot, waiting up to MaxQueueWait while
-// MaxConcurrent requests are in flight; after that the request is refused
-// as retryable (errBusy) rather than queued without bound.
+// acquire takes a request slot (admission.Acquire): a request that finds
+// all MaxConcurrent slots taken for MaxQueueWait is refused as retryable
+// (errBusy) rather than queued without bound.
 func (r *Receiver) acquire(ctx context.Context) error {
-	select {
-	case r.slots <- struct{}{}:
-		return nil
-	default:
-	}
-	busy := fmt.Errorf("%w: all %d request slots stayed busy for %s (config otlp.max_concurrent)", errBusy, cap(r.slots), r.cfg.MaxQueueWait)
-	if r.cfg.MaxQueueWait <= 0 {
-		return busy
-	}
-	t := time.NewTimer(r.cfg.MaxQueueWait)
-	defer t.Stop()
-	select {
-	case r.slots <- struct{}{}:
-		return nil
-	case <-t.C:
-		return busy
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return admission.Acquire(ctx, r.slots, r.cfg.MaxQueueWait, "otlp.max_concurrent")
 }
 
 func (r *Receiver) release() { <-r.slots }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/admission"
 )
 
 // retryAfter is what a retryable failure asks clients to wait. The store
@@ -17,7 +18,7 @@ import (
 const retryAfter = 5 * time.Second
 
 // errBusy: every request slot stayed taken for otlp.max_queue_wait.
-var errBusy = errors.New("otlp: too many concurrent requests")
+var errBusy = admission.ErrBusy
 
 // outcome is how one store error is answered.
 type outcome int

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/admission"
 	"github.com/acta-remote/acta-remote/remotewrite"
 )
 
@@ -60,7 +61,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	if err := remotewrite.Acquire(r.Context(), h.sem, h.lim.MaxQueueWait, "remote_read.max_concurrent"); err != nil {
+	if err := admission.Acquire(r.Context(), h.sem, h.lim.MaxQueueWait, "remote_read.max_concurrent"); err != nil {
 		remotewrite.WriteError(w, err)
 		return
 	}

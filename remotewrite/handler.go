@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/admission"
 )
 
 // Handler serves POST /api/v1/write.
@@ -57,7 +58,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	if err := Acquire(r.Context(), h.sem, h.lim.MaxQueueWait, "remote_write.max_concurrent"); err != nil {
+	if err := admission.Acquire(r.Context(), h.sem, h.lim.MaxQueueWait, "remote_write.max_concurrent"); err != nil {
 		if typ == msgV2 {
 			setWritten(w, 0, 0, 0)
 		}

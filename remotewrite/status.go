@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/admission"
 )
 
 // Request-level sentinels shared by the receivers (remote write, remote
@@ -19,7 +20,7 @@ var (
 	// ErrUnsupportedMedia: Content-Type or Content-Encoding not supported.
 	ErrUnsupportedMedia = errors.New("unsupported media type")
 	// ErrBusy: every request slot of the endpoint is taken; retry later.
-	ErrBusy = errors.New("too many concurrent requests")
+	ErrBusy = admission.ErrBusy
 )
 
 // RetryAfterSeconds is sent with 429 and 503 answers. One second keeps a

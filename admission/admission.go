@@ -1,10 +1,19 @@
-package remotewrite
+// Package admission bounds how many requests an endpoint decodes at once.
+// Every receiver (remote write, remote read, OTLP HTTP and gRPC) takes a
+// slot before reading a body and refuses, retryably, when none frees up in
+// time.
+package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
+
+// ErrBusy: every request slot of the endpoint stayed taken; the sender
+// should retry later (429 + Retry-After, gRPC UNAVAILABLE).
+var ErrBusy = errors.New("too many concurrent requests")
 
 // Acquire takes one of sem's slots, waiting at most wait (0: not at all).
 // A request that finds every slot busy for that long is refused with
