@@ -80,9 +80,32 @@ type Querier interface {
 	Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) SeriesSet
 }
 
-// Appender is what the receivers use.
-type Appender interface {
-	// Append stores a batch durably (per the WAL sync policy) before it
-	// returns. A non-nil error means nothing of the batch was acknowledged.
-	Append(ctx context.Context, batch []SeriesSamples) (AppendResult, error)
+// Rejection reasons: the "reason" label of acta_store_samples_rejected_total
+// and the keys of Result.Reasons.
+const (
+	ReasonInvalidSeries    = "invalid_series"
+	ReasonInvalidHistogram = "invalid_histogram"
+	ReasonOutOfOrder       = "out_of_order"
+	ReasonDuplicate        = "duplicate"
+	ReasonTooManySeries    = "too_many_series"
+)
+
+var reasons = []string{ReasonInvalidSeries, ReasonInvalidHistogram, ReasonOutOfOrder, ReasonDuplicate, ReasonTooManySeries}
+
+// ReasonOf names the rejection reason of an error wrapping one of the data
+// sentinels, or "" for any other error.
+func ReasonOf(err error) string {
+	switch {
+	case errors.Is(err, ErrInvalidSeries):
+		return ReasonInvalidSeries
+	case errors.Is(err, ErrInvalidHistogram):
+		return ReasonInvalidHistogram
+	case errors.Is(err, ErrOutOfOrder):
+		return ReasonOutOfOrder
+	case errors.Is(err, ErrDuplicateSample):
+		return ReasonDuplicate
+	case errors.Is(err, ErrTooManySeries):
+		return ReasonTooManySeries
+	}
+	return ""
 }

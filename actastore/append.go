@@ -26,24 +26,29 @@ type accepted struct {
 // (ErrClosed, a cancelled context before the WAL write, or an I/O failure)
 // means nothing of the batch was acknowledged.
 func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult, error) {
-	var res AppendResult
+	var res Result
+	if err := s.appendFloats(ctx, batch, &res); err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{SamplesWritten: res.Samples.Written, SamplesRejected: res.Samples.Rejected, Errors: res.Errors}, nil
+}
+
+// appendFloats stores the float samples of batch, counting into res.
+func (s *Store) appendFloats(ctx context.Context, batch []SeriesSamples, res *Result) error {
 	if err := ctxErr(ctx); err != nil {
-		return res, err
+		return err
 	}
 	s.appendMu.RLock()
 	defer s.appendMu.RUnlock()
 	if s.closed.Load() {
-		return res, ErrClosed
+		return ErrClosed
 	}
 	if lim := s.opts.MaxHeadSamples; lim > 0 && s.headSamples.Load() > lim {
-		return res, fmt.Errorf("%w: %d samples wait in the head for flushing, limit %d", ErrOverloaded, s.headSamples.Load(), lim)
+		return fmt.Errorf("%w: %d samples wait in the head for flushing, limit %d", ErrOverloaded, s.headSamples.Load(), lim)
 	}
 	reject := func(n int, reason string, err error) {
-		res.SamplesRejected += n
+		res.reject(&res.Samples, n, reason, err)
 		s.m.rejected.WithLabelValues(reason).Add(float64(n))
-		if len(res.Errors) < maxResultErrors {
-			res.Errors = append(res.Errors, err)
-		}
 	}
 	oooMs := s.opts.OutOfOrderWindow.Milliseconds()
 
@@ -93,9 +98,9 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 			case verdictDuplicate:
 				dups++
 			case verdictConflict:
-				reject(1, reasonDuplicate, fmt.Errorf("%w: series %s at %d", ErrDuplicateSample, ms.lset, smp.T))
+				reject(1, ReasonDuplicate, fmt.Errorf("%w: series %s at %d", ErrDuplicateSample, ms.lset, smp.T))
 			case verdictTooOld:
-				reject(1, reasonOutOfOrder, fmt.Errorf("%w: series %s sample at %d is more than %s behind its newest sample %d",
+				reject(1, ReasonOutOfOrder, fmt.Errorf("%w: series %s sample at %d is more than %s behind its newest sample %d",
 					ErrOutOfOrder, ms.lset, smp.T, s.opts.OutOfOrderWindow, ms.maxT))
 			}
 		}
@@ -106,9 +111,9 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 		}
 	}
 	if len(acc) == 0 && len(newSeries) == 0 {
-		res.SamplesWritten = dups
+		res.Samples.Written = dups
 		s.m.duplicates.Add(float64(dups))
-		return res, nil
+		return nil
 	}
 
 	// One write for the whole batch, then one (shared) fsync.
@@ -120,7 +125,7 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 	recs, _ = appendSamplesRecords(recs, nil, rs)
 	pos, err := s.wal.Append(recs...)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("append batch to WAL: %w", err)
+		return fmt.Errorf("append batch to WAL: %w", err)
 	}
 	for _, ms := range logged {
 		ms.mu.Lock()
@@ -130,7 +135,7 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 	if s.opts.WALSync == SyncAlways {
 		start := time.Now()
 		if err := s.wal.Sync(pos); err != nil {
-			return AppendResult{}, fmt.Errorf("sync WAL: %w", err)
+			return fmt.Errorf("sync WAL: %w", err)
 		}
 		s.m.walFsync.Observe(time.Since(start).Seconds())
 	}
@@ -173,8 +178,8 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 	s.headSamples.Add(int64(written))
 	s.m.appended.Add(float64(written))
 	s.m.duplicates.Add(float64(dups))
-	res.SamplesWritten = written + dups
-	return res, nil
+	res.Samples.Written = written + dups
+	return nil
 }
 
 // checkWithin checks smp against the samples of its own batch already
@@ -203,7 +208,7 @@ func checkWithin(ok []Sample, smp Sample, inOrder bool) sampleVerdict {
 // metric label) and an error wrapping ErrInvalidSeries or ErrTooManySeries.
 func (s *Store) getOrCreate(lset labels.Labels, scratch *[]byte) (*memSeries, string, error) {
 	if err := validateLabels(lset); err != nil {
-		return nil, reasonInvalidSeries, err
+		return nil, ReasonInvalidSeries, err
 	}
 	*scratch = appendCanonicalLabels((*scratch)[:0], lset)
 	h := hashLabels(*scratch)
@@ -219,7 +224,7 @@ func (s *Store) getOrCreate(lset labels.Labels, scratch *[]byte) (*memSeries, st
 		return ms, "", nil
 	}
 	if s.opts.MaxSeries > 0 && len(s.byRef) >= s.opts.MaxSeries {
-		return nil, reasonTooManySeries, fmt.Errorf("%w: %d series stored, limit %d; refused %s", ErrTooManySeries, len(s.byRef), s.opts.MaxSeries, lset)
+		return nil, ReasonTooManySeries, fmt.Errorf("%w: %d series stored, limit %d; refused %s", ErrTooManySeries, len(s.byRef), s.opts.MaxSeries, lset)
 	}
 	ref := s.newRefLocked(h)
 	if ref != h {

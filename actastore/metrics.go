@@ -26,13 +26,6 @@ type metrics struct {
 	replayedSamples prometheus.Counter
 }
 
-// Rejection reasons, the "reason" label of acta_store_samples_rejected_total.
-const (
-	reasonInvalidSeries = "invalid_series"
-	reasonOutOfOrder    = "out_of_order"
-	reasonDuplicate     = "duplicate"
-	reasonTooManySeries = "too_many_series"
-)
 
 func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -83,7 +76,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Name: "acta_store_wal_replayed_samples_total", Help: "Samples restored into the head from the WAL at start-up.",
 		}),
 	}
-	for _, r := range []string{reasonInvalidSeries, reasonOutOfOrder, reasonDuplicate, reasonTooManySeries} {
+	for _, r := range reasons {
 		m.rejected.WithLabelValues(r)
 	}
 	if reg != nil {

@@ -18,7 +18,7 @@ func TestMetricsRegistered(t *testing.T) {
 	if got := testutil.ToFloat64(s.m.appended); got != 20 {
 		t.Fatalf("appended %v", got)
 	}
-	if got := testutil.ToFloat64(s.m.rejected.WithLabelValues(reasonInvalidSeries)); got != 1 {
+	if got := testutil.ToFloat64(s.m.rejected.WithLabelValues(ReasonInvalidSeries)); got != 1 {
 		t.Fatalf("rejected %v", got)
 	}
 	if got := testutil.ToFloat64(s.m.headSamples); got != 20 {

@@ -64,13 +64,11 @@ const benchDataPoints = 1000
 // then measures the receiver alone.
 type countingAppender struct{ samples atomic.Int64 }
 
-func (a *countingAppender) Append(_ context.Context, batch []actastore.SeriesSamples) (actastore.AppendResult, error) {
-	n := 0
-	for _, s := range batch {
-		n += len(s.Samples)
-	}
-	a.samples.Add(int64(n))
-	return actastore.AppendResult{SamplesWritten: n}, nil
+func (a *countingAppender) Commit(_ context.Context, b *actastore.Batch) (actastore.Result, error) {
+	var res actastore.Result
+	res.Samples.Written, _, _, _ = b.Len()
+	a.samples.Add(int64(res.Samples.Written))
+	return res, nil
 }
 
 // BenchmarkHTTPProtobuf measures OTLP data points accepted per second over

@@ -23,9 +23,14 @@ var fuzzContentTypes = []string{contentTypeProtobuf, contentTypeJSON, "text/plai
 // inputs one at a time per process).
 type lastBatch struct{ batch []actastore.SeriesSamples }
 
-func (a *lastBatch) Append(_ context.Context, batch []actastore.SeriesSamples) (actastore.AppendResult, error) {
-	a.batch = batch
-	return actastore.AppendResult{}, nil
+func (a *lastBatch) Commit(_ context.Context, b *actastore.Batch) (actastore.Result, error) {
+	a.batch = a.batch[:0]
+	for _, s := range b.Series {
+		if len(s.Samples) > 0 {
+			a.batch = append(a.batch, actastore.SeriesSamples{Labels: s.Labels, Samples: s.Samples})
+		}
+	}
+	return actastore.Result{}, nil
 }
 
 // checkBatch fails on a batch the store would find malformed: every series

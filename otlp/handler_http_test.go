@@ -36,30 +36,41 @@ type recorder struct {
 	respond func(batch []actastore.SeriesSamples) (actastore.AppendResult, error)
 }
 
-// AppendExtras keeps native histograms (it is an actastore.ExtrasAppender).
-func (r *recorder) AppendExtras(_ context.Context, b actastore.ExtrasBatch) (actastore.ExtrasResult, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.extras = append(r.extras, b.Series...)
-	n := 0
+// Commit keeps the float series and native histograms of each batch, or
+// answers the float part with the scripted respond.
+func (r *recorder) Commit(_ context.Context, b *actastore.Batch) (actastore.Result, error) {
+	var floats []actastore.SeriesSamples
+	var extras []actastore.SeriesExtras
+	nh := 0
 	for _, s := range b.Series {
-		n += len(s.Histograms)
+		if len(s.Samples) > 0 {
+			floats = append(floats, actastore.SeriesSamples{Labels: s.Labels, Samples: s.Samples})
+		}
+		if len(s.Histograms) > 0 || len(s.Exemplars) > 0 {
+			extras = append(extras, actastore.SeriesExtras{Labels: s.Labels, Histograms: s.Histograms, Exemplars: s.Exemplars})
+			nh += len(s.Histograms)
+		}
 	}
-	return actastore.ExtrasResult{HistogramsWritten: n, MetadataWritten: len(b.Metadata)}, nil
-}
-
-func (r *recorder) Append(_ context.Context, batch []actastore.SeriesSamples) (actastore.AppendResult, error) {
+	var res actastore.Result
 	if r.respond != nil {
-		return r.respond(batch)
+		ar, err := r.respond(floats)
+		if err != nil {
+			return actastore.Result{}, err
+		}
+		res.Samples = actastore.Counts{Written: ar.SamplesWritten, Rejected: ar.SamplesRejected}
+		res.Errors = ar.Errors
+		return res, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.batches = append(r.batches, batch)
-	n := 0
-	for _, s := range batch {
-		n += len(s.Samples)
+	if len(floats) > 0 {
+		r.batches = append(r.batches, floats)
 	}
-	return actastore.AppendResult{SamplesWritten: n}, nil
+	r.extras = append(r.extras, extras...)
+	res.Samples.Written, _, _, _ = b.Len()
+	res.Histograms.Written = nh
+	res.Metadata.Written = len(b.Metadata)
+	return res, nil
 }
 
 func (r *recorder) series() []actastore.SeriesSamples {

@@ -55,11 +55,12 @@ func (r *Receiver) acquire(ctx context.Context) error {
 
 func (r *Receiver) release() { <-r.slots }
 
-// export translates md, appends it in one batch (one WAL commit) and builds
-// the OTLP response. Rejected data points (translation or store data
-// errors) are reported in partial_success; a non-nil error means the store
-// failed as a whole, nothing was acknowledged, and classifyStoreError
-// tells how to answer.
+// export translates md, stores it with one Commit (floats, histograms and
+// metadata together: one WAL write, one fsync) and builds the OTLP
+// response. Rejected data points (translation or store data errors) are
+// reported in partial_success; a non-nil error means the store failed as a
+// whole, nothing was acknowledged, and classifyStoreError tells how to
+// answer.
 func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.ExportResponse, error) {
 	t := r.translators.Get().(*Translator)
 	tr := t.Translate(md)
@@ -67,33 +68,34 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 
 	rejected := tr.Rejected
 	reasons := tr.Reasons
-	if len(tr.Series) > 0 {
-		res, err := r.app.Append(ctx, tr.Series)
+	if len(tr.Series) > 0 || len(tr.Extras) > 0 || len(tr.Metadata) > 0 {
+		var b actastore.Batch
+		for i := range tr.Series {
+			b.Add(tr.Series[i].Labels, tr.Series[i].Samples, nil, nil)
+		}
+		for i := range tr.Extras {
+			b.Add(tr.Extras[i].Labels, nil, tr.Extras[i].Histograms, tr.Extras[i].Exemplars)
+		}
+		for _, m := range tr.Metadata {
+			b.AddMetadata(m)
+		}
+		res, err := r.app.Commit(ctx, &b)
 		accepted := tr.DataPoints - tr.Rejected
 		switch out, _, _ := classifyStoreError(err); out {
 		case outcomeOK:
-			if res.SamplesRejected > 0 {
-				// The store counts samples, OTLP data points; a histogram data
-				// point is many samples. Count each rejected sample as a data
-				// point, capped at what we sent: an upper bound.
-				rejected += min(res.SamplesRejected, accepted)
+			if n := res.Samples.Rejected + res.Histograms.Rejected; n > 0 {
+				// The store counts samples, OTLP data points; a histogram
+				// data point is many samples. Count each rejected sample as
+				// a data point, capped at what we sent: an upper bound.
+				rejected += min(n, accepted)
 				reasons = append(reasons, storeReasons(res)...)
 			}
 		case outcomeRejected:
 			rejected += accepted
 			reasons = append(reasons, fmt.Sprintf("store refused the batch: %v", err))
 		default:
-			return pmetricotlp.ExportResponse{}, fmt.Errorf("cannot store %d samples: %w", tr.Samples, err)
+			return pmetricotlp.ExportResponse{}, fmt.Errorf("cannot store %d samples and %d histograms: %w", tr.Samples, tr.Histograms, err)
 		}
-	}
-
-	if len(tr.Extras) > 0 || len(tr.Metadata) > 0 {
-		rej, rs, err := r.appendExtras(ctx, tr)
-		if err != nil {
-			return pmetricotlp.ExportResponse{}, err
-		}
-		rejected += rej
-		reasons = append(reasons, rs...)
 	}
 
 	resp := pmetricotlp.NewExportResponse()
@@ -108,40 +110,14 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 	return resp, nil
 }
 
-// appendExtras stores the native histograms and metadata after the float
-// samples. A store without ExtrasAppender rejects the histogram data points
-// (partial_success says so); metadata is then dropped silently.
-func (r *Receiver) appendExtras(ctx context.Context, tr *Translation) (int, []string, error) {
-	ea, ok := r.app.(actastore.ExtrasAppender)
-	if !ok {
-		if tr.Histograms == 0 {
-			return 0, nil, nil
-		}
-		return tr.Histograms, []string{"exponential histograms are not stored: the store has no native histograms"}, nil
+func storeReasons(res actastore.Result) []string {
+	var out []string
+	if res.Samples.Rejected > 0 {
+		out = append(out, fmt.Sprintf("store rejected %d of the batch's samples", res.Samples.Rejected))
 	}
-	res, err := ea.AppendExtras(ctx, actastore.ExtrasBatch{Series: tr.Extras, Metadata: tr.Metadata})
-	switch out, _, _ := classifyStoreError(err); out {
-	case outcomeOK:
-		if res.HistogramsRejected == 0 {
-			return 0, nil, nil
-		}
-		reasons := []string{fmt.Sprintf("store rejected %d of the batch's histograms", res.HistogramsRejected)}
-		for i, e := range res.Errors {
-			if i == 3 {
-				break
-			}
-			reasons = append(reasons, e.Error())
-		}
-		return res.HistogramsRejected, reasons, nil
-	case outcomeRejected:
-		return tr.Histograms, []string{fmt.Sprintf("store refused the histograms: %v", err)}, nil
-	default:
-		return 0, nil, fmt.Errorf("cannot store %d histograms: %w", tr.Histograms, err)
+	if res.Histograms.Rejected > 0 {
+		out = append(out, fmt.Sprintf("store rejected %d of the batch's histograms", res.Histograms.Rejected))
 	}
-}
-
-func storeReasons(res actastore.AppendResult) []string {
-	out := []string{fmt.Sprintf("store rejected %d of the batch's samples", res.SamplesRejected)}
 	for i, err := range res.Errors {
 		if i == 3 {
 			break

@@ -2,6 +2,7 @@ package remoteread
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 type store interface {
 	actastore.Appender
 	actastore.Querier
+	Append(context.Context, []actastore.SeriesSamples) (actastore.AppendResult, error)
 }
 
 var writeLimits = remotewrite.Limits{

@@ -35,16 +35,12 @@ func (h *Handler) endSeries(s *scratch, idx, lo, hlo, elo int, md *actastore.Met
 		return
 	}
 	lset := labelsOf(s)
-	if n > 0 {
-		s.batch = append(s.batch, actastore.SeriesSamples{Labels: lset})
-		s.spans = append(s.spans, span{lo, len(s.samples)})
-	}
-	if nh > 0 || ne > 0 {
-		s.extras = append(s.extras, actastore.SeriesExtras{Labels: lset})
-		s.xspans = append(s.xspans, xspan{hlo, len(s.hists), elo, len(s.exs)})
+	if n > 0 || nh > 0 || ne > 0 {
+		s.batch.Series = append(s.batch.Series, actastore.SeriesData{Labels: lset})
+		s.spans = append(s.spans, span{lo, len(s.samples), hlo, len(s.hists), elo, len(s.exs)})
 	}
 	if md != nil {
-		s.meta = append(s.meta, actastore.NamedMetadata{Name: lset.Get(model.MetricNameLabel), Metadata: *md})
+		s.batch.AddMetadata(actastore.NamedMetadata{Name: lset.Get(model.MetricNameLabel), Metadata: *md})
 	}
 }
 

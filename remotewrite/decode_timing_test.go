@@ -49,8 +49,8 @@ func BenchmarkDecode(b *testing.B) {
 				} else {
 					err = h.decodeV1(s, c.data)
 				}
-				if err != nil || len(s.batch) != 2000 || s.nerrs != 0 {
-					b.Fatalf("decode: %v, %d series, %d errors %v", err, len(s.batch), s.nerrs, s.errs)
+				if err != nil || len(s.batch.Series) != 2000 || s.nerrs != 0 {
+					b.Fatalf("decode: %v, %d series, %d errors %v", err, len(s.batch.Series), s.nerrs, s.errs)
 				}
 				putScratch(s)
 			}

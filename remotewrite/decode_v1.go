@@ -26,7 +26,7 @@ func (h *Handler) decodeV1(s *scratch, b []byte) error {
 	}
 	for i := range req.Metadata {
 		if md := metadataV1(&req.Metadata[i]); md.Name != "" {
-			s.meta = append(s.meta, md)
+			s.batch.AddMetadata(md)
 		}
 	}
 	return nil

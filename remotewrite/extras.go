@@ -70,32 +70,34 @@ func metadataV2(ts *writev2.TimeSeries, symbols []string) (*actastore.Metadata, 
 	return &actastore.Metadata{Type: m.Type, Help: m.Help, Unit: m.Unit}, nil
 }
 
-// appendExtras hands histograms, exemplars and metadata to the store, after
-// the float samples. A store error fails the request (5xx/429: the sender
-// resends it whole; the float samples it already stored come back as exact
-// duplicates, which the store drops). A store without ExtrasAppender gets
-// them counted as not stored, and the 2.0 headers say 0 written.
-func (h *Handler) appendExtras(ctx context.Context, s *scratch) error {
-	ea, ok := h.app.(actastore.ExtrasAppender)
-	if !ok {
-		h.m.notStored.WithLabelValues("histogram").Add(float64(len(s.hists)))
-		h.m.notStored.WithLabelValues("exemplar").Add(float64(len(s.exs)))
-		h.m.notStored.WithLabelValues("metadata").Add(float64(len(s.meta)))
-		return nil
-	}
-	res, err := ea.AppendExtras(ctx, actastore.ExtrasBatch{Series: s.extras, Metadata: s.meta})
+// commit stores the request's batch: floats, histograms, exemplars and
+// metadata in one store Commit (one WAL write, one fsync). A store error
+// fails the whole request (nothing was acknowledged: a retryable status
+// makes the sender send it all again); per-item rejections become the
+// partial-write answer.
+func (h *Handler) commit(ctx context.Context, s *scratch) error {
+	res, err := h.app.Commit(ctx, &s.batch)
 	if err != nil {
-		h.log.Warn("remote write: store refused histograms/exemplars", "err", err, "series", len(s.extras))
-		return withConfigKey(err)
+		h.m.samplesRejected.WithLabelValues(reasonOf(err)).Add(float64(s.stats.samples))
+		s.stats.rejectedSamples = s.stats.samples
+		err = withConfigKey(err)
+		h.log.Warn("remote write: store refused batch", "err", err, "series", len(s.batch.Series))
+		return err
 	}
-	s.stats.histogramsWritten = res.HistogramsWritten
-	s.stats.exemplarsWritten = res.ExemplarsWritten
-	s.stats.rejectedHistograms += res.HistogramsRejected
+	s.stats.samplesWritten = res.Samples.Written
+	s.stats.histogramsWritten = res.Histograms.Written
+	s.stats.exemplarsWritten = res.Exemplars.Written
+	s.stats.rejectedSamples += res.Samples.Rejected
+	s.stats.rejectedHistograms += res.Histograms.Rejected
+	h.m.seriesAppended.Add(float64(len(s.batch.Series)))
+	for reason, n := range res.Reasons {
+		s.reason[reason] += n
+	}
 	for _, e := range res.Errors {
 		s.reject(0, withConfigKey(e))
 	}
-	if len(res.Errors) == 0 && res.HistogramsRejected > 0 {
-		s.reject(0, fmt.Errorf("%w: store rejected %d histograms", ErrBadRequest, res.HistogramsRejected))
+	if len(res.Errors) == 0 && res.Rejected() > 0 {
+		s.reject(0, fmt.Errorf("%w: store rejected %d items", ErrBadRequest, res.Rejected()))
 	}
 	return nil
 }

@@ -44,8 +44,8 @@ func FuzzDecode(f *testing.F) {
 		}
 		s.finish()
 		stored := 0
-		for _, ss := range s.batch {
-			if len(ss.Samples) == 0 {
+		for _, ss := range s.batch.Series {
+			if len(ss.Samples) == 0 && len(ss.Histograms) == 0 && len(ss.Exemplars) == 0 {
 				t.Fatalf("empty series %s in batch", ss.Labels)
 			}
 			if !ss.Labels.Has(labels.MetricName) || ss.Labels.Len() > testLimits.MaxLabelsPerSeries {

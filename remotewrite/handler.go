@@ -88,40 +88,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.finish()
 
-	if len(s.batch) > 0 {
-		res, err := h.app.Append(r.Context(), s.batch)
-		if err != nil {
-			// Nothing of the batch was acknowledged: the whole request fails
-			// so a retryable status makes the sender send it all again.
-			h.m.samplesRejected.WithLabelValues(reasonOf(err)).Add(float64(s.stats.samples))
-			s.stats.rejectedSamples = s.stats.samples
-			err = withConfigKey(err)
-			h.log.Warn("remote write: store refused batch", "err", err, "series", len(s.batch))
-			h.fail(w, typ, s, err)
-			return
-		}
-		s.stats.samplesWritten = res.SamplesWritten
-		h.m.seriesAppended.Add(float64(len(s.batch)))
-		for _, e := range res.Errors {
-			s.reject(0, withConfigKey(e))
-		}
-		if res.SamplesRejected > 0 {
-			// The store reports a few example errors, not a reason per
-			// sample: the metric files them under the first example's
-			// reason (the store's own rejected-samples metric is exact).
-			s.stats.rejectedSamples += res.SamplesRejected
-			reason := "store_error"
-			if len(res.Errors) > 0 {
-				reason = reasonOf(res.Errors[0])
-			}
-			s.reason[reason] += res.SamplesRejected
-			if len(res.Errors) == 0 {
-				s.reject(0, fmt.Errorf("%w: store rejected %d samples", ErrBadRequest, res.SamplesRejected))
-			}
-		}
-	}
-	if len(s.extras) > 0 || len(s.meta) > 0 {
-		if err := h.appendExtras(r.Context(), s); err != nil {
+	if len(s.batch.Series) > 0 || len(s.batch.Metadata) > 0 {
+		if err := h.commit(r.Context(), s); err != nil {
 			h.fail(w, typ, s, err)
 			return
 		}
@@ -144,7 +112,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	msg := fmt.Sprintf("%d of %d samples rejected (%d problems); stored %d samples of %d valid series: %s",
-		s.stats.rejectedSamples, s.stats.samples, s.nerrs, s.stats.samplesWritten, len(s.batch), joinErrs(s.errs, s.nerrs))
+		s.stats.rejectedSamples, s.stats.samples, s.nerrs, s.stats.samplesWritten, len(s.batch.Series), joinErrs(s.errs, s.nerrs))
 	if s.stats.histograms > 0 || s.stats.exemplars > 0 {
 		msg = fmt.Sprintf("%d of %d histograms rejected; stored %d histograms, %d exemplars; %s",
 			s.stats.rejectedHistograms, s.stats.histograms, s.stats.histogramsWritten, s.stats.exemplarsWritten, msg)

@@ -54,7 +54,8 @@ func TestWriteV2StoresAndReportsWritten(t *testing.T) {
 	app := &memAppender{}
 	srv := newServer(t, app)
 	req := v2Req([]string{"__name__", "up", "job", "a"}, []string{"__name__", "up", "job", "b"})
-	// A histogram and an exemplar: accepted, not stored, reported as 0 written.
+	// A histogram and an exemplar go to the store in the same Commit and
+	// are reported written.
 	req.Timeseries[0].Histograms = []writev2.Histogram{{Timestamp: 5, Count: &writev2.Histogram_CountInt{CountInt: 1}}}
 	req.Timeseries[0].Exemplars = []writev2.Exemplar{{Value: 1, Timestamp: 5}}
 	req.Timeseries[1].Metadata = writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: 0}
@@ -62,8 +63,8 @@ func TestWriteV2StoresAndReportsWritten(t *testing.T) {
 	if a.code != http.StatusNoContent {
 		t.Fatalf("status %d: %s", a.code, a.body)
 	}
-	if a.written != "2" || a.header.Get(headerHistogramsWritten) != "0" || a.header.Get(headerExemplarsWritten) != "0" {
-		t.Errorf("written headers %q/%q/%q, want 2/0/0", a.written, a.header.Get(headerHistogramsWritten), a.header.Get(headerExemplarsWritten))
+	if a.written != "2" || a.header.Get(headerHistogramsWritten) != "1" || a.header.Get(headerExemplarsWritten) != "1" {
+		t.Errorf("written headers %q/%q/%q, want 2/1/1", a.written, a.header.Get(headerHistogramsWritten), a.header.Get(headerExemplarsWritten))
 	}
 	if len(app.series) != 2 || !labelsEqual(app.series[1].Labels, lbls("__name__", "up", "job", "b")) ||
 		app.series[1].Samples[0] != (actastore.Sample{T: 1001, V: 1}) {
@@ -282,7 +283,6 @@ func TestMetricsCountOutcomes(t *testing.T) {
 	f("samples written", h.m.samplesWritten, 1)
 	f("samples rejected invalid_series", h.m.samplesRejected.WithLabelValues("invalid_series"), 2)
 	f("series rejected invalid_series", h.m.seriesRejected.WithLabelValues("invalid_series"), 2)
-	f("series appended", h.m.seriesAppended, 1)
-	f("histograms not stored", h.m.notStored.WithLabelValues("histogram"), 2)
+	f("series appended", h.m.seriesAppended, 2) // "ok" and the histogram series "h"
 	f("1.0 requests", h.m.requests.WithLabelValues("1.0"), 1)
 }

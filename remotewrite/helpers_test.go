@@ -24,26 +24,41 @@ const (
 	ctV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
 )
 
-// memAppender records batches; err/res let a test script the store's answer.
+// memAppender records committed batches (deep copies); err/errs let a
+// test script the store's answer.
 type memAppender struct {
 	mu     sync.Mutex
-	series []actastore.SeriesSamples // deep copies
+	series []actastore.SeriesSamples // float samples by series
+	extras []actastore.SeriesExtras  // histograms and exemplars by series
+	meta   []actastore.NamedMetadata
 	err    error
 	errs   []error
 }
 
-func (m *memAppender) Append(_ context.Context, batch []actastore.SeriesSamples) (actastore.AppendResult, error) {
+func (m *memAppender) Commit(_ context.Context, b *actastore.Batch) (actastore.Result, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
-		return actastore.AppendResult{}, m.err
+		return actastore.Result{}, m.err
 	}
-	n := 0
-	for _, s := range batch {
-		m.series = append(m.series, actastore.SeriesSamples{Labels: s.Labels, Samples: append([]actastore.Sample(nil), s.Samples...)})
-		n += len(s.Samples)
+	var res actastore.Result
+	for _, s := range b.Series {
+		if len(s.Samples) > 0 {
+			m.series = append(m.series, actastore.SeriesSamples{Labels: s.Labels, Samples: append([]actastore.Sample(nil), s.Samples...)})
+			res.Samples.Written += len(s.Samples)
+		}
+		if len(s.Histograms) > 0 || len(s.Exemplars) > 0 {
+			m.extras = append(m.extras, actastore.SeriesExtras{Labels: s.Labels,
+				Histograms: append([]actastore.HistogramSample(nil), s.Histograms...),
+				Exemplars:  append([]actastore.Exemplar(nil), s.Exemplars...)})
+			res.Histograms.Written += len(s.Histograms)
+			res.Exemplars.Written += len(s.Exemplars)
+		}
 	}
-	return actastore.AppendResult{SamplesWritten: n, Errors: m.errs}, nil
+	m.meta = append(m.meta, b.Metadata...)
+	res.Metadata.Written = len(b.Metadata)
+	res.Errors = m.errs
+	return res, nil
 }
 
 var testLimits = Limits{

@@ -1,7 +1,6 @@
 package remotewrite
 
 import (
-	"context"
 	"math"
 	"net/http"
 	"strconv"
@@ -13,33 +12,13 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/histfile"
 	"github.com/acta-remote/acta-remote/histfile/histtest"
 )
 
-// extrasAppender also takes histograms, exemplars and metadata.
-type extrasAppender struct {
-	memAppender
-	extras []actastore.SeriesExtras
-	meta   []actastore.NamedMetadata
-}
-
-func (m *extrasAppender) AppendExtras(_ context.Context, b actastore.ExtrasBatch) (actastore.ExtrasResult, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var res actastore.ExtrasResult
-	for _, s := range b.Series {
-		m.extras = append(m.extras, actastore.SeriesExtras{Labels: s.Labels,
-			Histograms: append([]actastore.HistogramSample(nil), s.Histograms...),
-			Exemplars:  append([]actastore.Exemplar(nil), s.Exemplars...)})
-		res.HistogramsWritten += len(s.Histograms)
-		res.ExemplarsWritten += len(s.Exemplars)
-	}
-	m.meta = append(m.meta, b.Metadata...)
-	res.MetadataWritten = len(b.Metadata)
-	return res, nil
-}
+// extrasAppender is memAppender, named for the tests of histograms,
+// exemplars and metadata.
+type extrasAppender struct{ memAppender }
 
 // sameHist compares two samples through their record encoding, which holds
 // every field with float bits.

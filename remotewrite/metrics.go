@@ -10,7 +10,6 @@ type metrics struct {
 	seriesAppended                      prometheus.Counter
 	samplesRejected                     *prometheus.CounterVec // by reason
 	seriesRejected                      *prometheus.CounterVec // by reason
-	notStored                           *prometheus.CounterVec // by kind: histogram, exemplar, metadata
 	requests                            *prometheus.CounterVec // by protocol version
 }
 
@@ -34,23 +33,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_samples_rejected_total",
-			Help: "Float samples refused, by reason (invalid_series, limit, out_of_order, duplicate, too_many_series, overloaded, store_error).",
+			Help: "Samples, histograms and exemplars refused, by reason (invalid_series, invalid_histogram, limit, out_of_order, duplicate, too_many_series, overloaded, store_error).",
 		}, []string{"reason"}),
 		seriesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_series_rejected_total",
 			Help: "Rejections (an invalid series, or a store error for a series or sample), by reason.",
 		}, []string{"reason"}),
-		notStored: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acta_remote_write_unsupported_total",
-			Help: "Items accepted but not stored because the store behind the receiver does not support them, by kind (histogram, exemplar, metadata).",
-		}, []string{"kind"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_requests_by_version_total",
 			Help: "Decoded remote-write requests by protocol version (1.0, 2.0).",
 		}, []string{"version"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.samplesWritten, m.histogramsWritten, m.exemplarsWritten, m.seriesAppended, m.samplesRejected, m.seriesRejected, m.notStored, m.requests)
+		reg.MustRegister(m.samplesWritten, m.histogramsWritten, m.exemplarsWritten, m.seriesAppended, m.samplesRejected, m.seriesRejected, m.requests)
 	}
 	return m
 }

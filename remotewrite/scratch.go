@@ -21,17 +21,16 @@ type scratch struct {
 	w1 prompb.WriteRequest
 	w2 writev2.Request
 
-	batch   []actastore.SeriesSamples
-	samples []actastore.Sample // arena; batch[i].Samples are slices of it
-	spans   []span             // batch[i]'s range in samples, fixed after decoding
-
-	extras []actastore.SeriesExtras
-	hists  []actastore.HistogramSample // arena; extras[i].Histograms are slices of it
-	exs    []actastore.Exemplar        // arena; extras[i].Exemplars are slices of it
-	xspans []xspan                     // extras[i]'s ranges in hists and exs
-	meta   []actastore.NamedMetadata
-	pairs  []pair // the series being converted
-	sb     labels.ScratchBuilder
+	// batch is what the request commits: batch.Series[i] takes its
+	// samples, histograms and exemplars from the arenas below once they
+	// stop growing (finish), by spans[i].
+	batch   actastore.Batch
+	samples []actastore.Sample          // arena
+	hists   []actastore.HistogramSample // arena
+	exs     []actastore.Exemplar        // arena
+	spans   []span
+	pairs   []pair // the series being converted
+	sb      labels.ScratchBuilder
 
 	stats  stats
 	errs   []error        // rejections, the first maxErrors kept for the answer
@@ -40,9 +39,9 @@ type scratch struct {
 	events map[string]int // rejections (a series, or a store error) by reason
 }
 
-type span struct{ lo, hi int }
-
-type xspan struct{ hlo, hhi, elo, ehi int }
+// span is one series' ranges in the arenas: samples [lo, hi), histograms
+// [hlo, hhi), exemplars [elo, ehi).
+type span struct{ lo, hi, hlo, hhi, elo, ehi int }
 
 type pair struct{ name, value string }
 
@@ -74,19 +73,13 @@ func putScratch(s *scratch) {
 		return
 	}
 	resetRequests(s)
-	clear(s.batch) // drop label references so the store's copies can be freed
-	s.batch = s.batch[:0]
+	s.batch.Reset() // drop label references so the store's copies can be freed
 	s.samples = s.samples[:0]
 	s.spans = s.spans[:0]
-	clear(s.extras)
-	s.extras = s.extras[:0]
 	clear(s.hists)
 	s.hists = s.hists[:0]
 	clear(s.exs)
 	s.exs = s.exs[:0]
-	s.xspans = s.xspans[:0]
-	clear(s.meta)
-	s.meta = s.meta[:0]
 	s.pairs = s.pairs[:0]
 	clear(s.errs)
 	s.errs = s.errs[:0]
@@ -130,10 +123,9 @@ func resetRequests(s *scratch) {
 // finish points each batch entry at its samples once the arena stops growing.
 func (s *scratch) finish() {
 	for i, sp := range s.spans {
-		s.batch[i].Samples = s.samples[sp.lo:sp.hi:sp.hi]
-	}
-	for i, sp := range s.xspans {
-		s.extras[i].Histograms = s.hists[sp.hlo:sp.hhi:sp.hhi]
-		s.extras[i].Exemplars = s.exs[sp.elo:sp.ehi:sp.ehi]
+		d := &s.batch.Series[i]
+		d.Samples = s.samples[sp.lo:sp.hi:sp.hi]
+		d.Histograms = s.hists[sp.hlo:sp.hhi:sp.hhi]
+		d.Exemplars = s.exs[sp.elo:sp.ehi:sp.ehi]
 	}
 }

@@ -21,14 +21,12 @@ type blockingAppender struct {
 	release chan struct{}
 }
 
-func (b *blockingAppender) Append(_ context.Context, batch []actastore.SeriesSamples) (actastore.AppendResult, error) {
+func (b *blockingAppender) Commit(_ context.Context, batch *actastore.Batch) (actastore.Result, error) {
 	b.entered <- struct{}{}
 	<-b.release
-	n := 0
-	for _, s := range batch {
-		n += len(s.Samples)
-	}
-	return actastore.AppendResult{SamplesWritten: n}, nil
+	var res actastore.Result
+	res.Samples.Written, _, _, _ = batch.Len()
+	return res, nil
 }
 
 // With every slot taken, a write is answered 429 with Retry-After after
