@@ -26,7 +26,6 @@ type metrics struct {
 	replayedSamples prometheus.Counter
 }
 
-
 func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		walFsync: prometheus.NewHistogram(prometheus.HistogramOpts{
