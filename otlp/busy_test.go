@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acta-remote/acta-remote/apistatus"
 	"github.com/gorilla/mux"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc/codes"
@@ -42,8 +43,8 @@ func TestBusySlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "5" {
-		t.Errorf("busy HTTP export: %d Retry-After %q, want 429 and 5", resp.StatusCode, resp.Header.Get("Retry-After"))
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("busy HTTP export: %d Retry-After %q, want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("429 after %s", took)
@@ -53,8 +54,8 @@ func TestBusySlots(t *testing.T) {
 	if status.Code(gerr) != codes.Unavailable || !strings.Contains(gerr.Error(), "otlp.max_concurrent") {
 		t.Errorf("busy gRPC export: %v, want UNAVAILABLE naming otlp.max_concurrent", gerr)
 	}
-	if !errors.Is(rcv.acquire(context.Background()), errBusy) {
-		t.Error("acquire with the slot held: want errBusy")
+	if !errors.Is(rcv.acquire(context.Background()), apistatus.ErrBusy) {
+		t.Error("acquire with the slot held: want ErrBusy")
 	}
 	rcv.release()
 	if n := len(rec.series()); n != 0 {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/acta-remote/acta-remote/apistatus"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -109,12 +110,13 @@ func (g *grpcMetrics) Export(ctx context.Context, req pmetricotlp.ExportRequest)
 }
 
 // failure turns a whole-request failure into a gRPC status as
-// classifyStoreError says.
+// apistatus.Of says.
 func (g *grpcMetrics) failure(err error) error {
-	out, _, code := classifyStoreError(err)
+	a := apistatus.Of(apistatus.OTLP, err)
+	code := a.GRPC
 	st := status.New(code, strings.ToValidUTF8(err.Error(), "\uFFFD"))
-	if out == outcomeRetry {
-		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); derr == nil {
+	if a.Outcome == apistatus.Retry {
+		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(apistatus.RetryAfter)}); derr == nil {
 			st = d
 		}
 	} else {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/apistatus"
 )
 
 // startGRPC serves a Receiver's MetricsService on a loopback port and
@@ -87,8 +88,8 @@ func TestGRPCOverloadedIsUnavailableWithRetryInfo(t *testing.T) {
 			delay = ri.RetryDelay.AsDuration()
 		}
 	}
-	if delay != retryAfter {
-		t.Fatalf("RetryInfo delay %v, want %v", delay, retryAfter)
+	if delay != apistatus.RetryAfter {
+		t.Fatalf("RetryInfo delay %v, want %v", delay, apistatus.RetryAfter)
 	}
 }
 

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
+	"github.com/acta-remote/acta-remote/apistatus"
 	"github.com/gorilla/mux"
 	"github.com/klauspost/compress/zstd"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -175,11 +175,12 @@ func (r *Receiver) putBuffer(b *bytes.Buffer) {
 }
 
 // writeFailure answers a whole-request failure (a store or wait error) as
-// classifyStoreError says: 503 with Retry-After, or 500.
+// apistatus.Of says: 503 with Retry-After, or 500.
 func (r *Receiver) writeFailure(w http.ResponseWriter, enc encoder, err error) {
-	out, status, code := classifyStoreError(err)
-	if out == outcomeRetry {
-		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
+	a := apistatus.Of(apistatus.OTLP, err)
+	status, code := a.HTTP, a.GRPC
+	if a.Outcome == apistatus.Retry {
+		apistatus.SetRetryAfter(w)
 	} else {
 		r.logger.Error("otlp: cannot store metrics", "err", err)
 	}

@@ -318,7 +318,7 @@ func TestHTTPStoreErrors(t *testing.T) {
 			respond: func([]actastore.SeriesSamples) (actastore.AppendResult, error) {
 				return actastore.AppendResult{}, actastore.ErrOverloaded
 			},
-			status: http.StatusServiceUnavailable, retryAfter: "5", code: codes.Unavailable,
+			status: http.StatusServiceUnavailable, retryAfter: "1", code: codes.Unavailable,
 			message: "overloaded",
 		},
 		{
@@ -326,7 +326,7 @@ func TestHTTPStoreErrors(t *testing.T) {
 			respond: func([]actastore.SeriesSamples) (actastore.AppendResult, error) {
 				return actastore.AppendResult{}, actastore.ErrClosed
 			},
-			status: http.StatusServiceUnavailable, retryAfter: "5", code: codes.Unavailable,
+			status: http.StatusServiceUnavailable, retryAfter: "1", code: codes.Unavailable,
 			message: "store closed",
 		},
 		{
@@ -555,8 +555,8 @@ func TestHTTPWaitsForASlotThenAnswers503(t *testing.T) {
 	req.Header.Set("Content-Type", contentTypeProtobuf)
 	w := httptest.NewRecorder()
 	rcv.Handler().ServeHTTP(w, req)
-	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "5" {
-		t.Fatalf("status %d Retry-After %q, want 503 and 5", w.Code, w.Header().Get("Retry-After"))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("status %d Retry-After %q, want 503 and 1", w.Code, w.Header().Get("Retry-After"))
 	}
 	if len(rec.series()) != 0 {
 		t.Fatal("stored without a slot")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/admission"
+	"github.com/acta-remote/acta-remote/apistatus"
 )
 
 // Receiver accepts OTLP metrics over HTTP (Handler, RegisterRoutes) and
@@ -48,7 +49,7 @@ func New(cfg Config, app actastore.Appender, logger *slog.Logger) (*Receiver, er
 
 // acquire takes a request slot (admission.Acquire): a request that finds
 // all MaxConcurrent slots taken for MaxQueueWait is refused as retryable
-// (errBusy) rather than queued without bound.
+// (apistatus.ErrBusy) rather than queued without bound.
 func (r *Receiver) acquire(ctx context.Context) error {
 	return admission.Acquire(ctx, r.slots, r.cfg.MaxQueueWait, "otlp.max_concurrent")
 }
@@ -59,7 +60,7 @@ func (r *Receiver) release() { <-r.slots }
 // metadata together: one WAL write, one fsync) and builds the OTLP
 // response. Rejected data points (translation or store data errors) are
 // reported in partial_success; a non-nil error means the store failed as a
-// whole, nothing was acknowledged, and classifyStoreError tells how to
+// whole, nothing was acknowledged, and apistatus.Of tells how to
 // answer.
 func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.ExportResponse, error) {
 	t := r.translators.Get().(*Translator)
@@ -81,8 +82,8 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 		}
 		res, err := r.app.Commit(ctx, &b)
 		accepted := tr.DataPoints - tr.Rejected
-		switch out, _, _ := classifyStoreError(err); out {
-		case outcomeOK:
+		switch apistatus.Of(apistatus.OTLP, err).Outcome {
+		case apistatus.OK:
 			if n := res.Samples.Rejected + res.Histograms.Rejected; n > 0 {
 				// The store counts samples, OTLP data points; a histogram
 				// data point is many samples. Count each rejected sample as
@@ -90,7 +91,7 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 				rejected += min(n, accepted)
 				reasons = append(reasons, storeReasons(res)...)
 			}
-		case outcomeRejected:
+		case apistatus.Rejected:
 			rejected += accepted
 			reasons = append(reasons, fmt.Sprintf("store refused the batch: %v", err))
 		default:

@@ -62,10 +62,10 @@ func TestReadBadInputs(t *testing.T) {
 		{"start after end", "", readReq(both, q(0, 1, eqB), q(5, 4, eqB)), 400, "query 1: start 5 ms after end 4 ms"},
 		{"unsupported response type", "", raw(&prompb.ReadRequest{Queries: []*prompb.Query{q(0, 1, eqB)},
 			AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{7}}), 400, "none of the accepted response types"},
-		{"sample limit, samples", "", readReq(samplesOnly, q(0, math.MaxInt64, eqB)), 400, "more than 50 samples, limit remote_read.max_samples_per_query"},
-		{"sample limit, streamed", "", readReq(both, q(0, math.MaxInt64, eqB)), 400, "more than 50 samples"},
-		{"series limit, samples", "", readReq(samplesOnly, q(0, math.MaxInt64, eqA)), 400, "3 series match, limit 2 (limits remote_read.max_series_per_query"},
-		{"series limit, streamed", "", readReq(both, q(0, math.MaxInt64, eqA)), 400, "3 series match, limit 2"},
+		{"sample limit, samples", "", readReq(samplesOnly, q(0, math.MaxInt64, eqB)), 422, "more than 50 samples, limit remote_read.max_samples_per_query"},
+		{"sample limit, streamed", "", readReq(both, q(0, math.MaxInt64, eqB)), 422, "more than 50 samples"},
+		{"series limit, samples", "", readReq(samplesOnly, q(0, math.MaxInt64, eqA)), 422, "3 series match, limit 2 (limits remote_read.max_series_per_query"},
+		{"series limit, streamed", "", readReq(both, q(0, math.MaxInt64, eqA)), 422, "3 series match, limit 2"},
 		{"limits are per query", "", readReq(both, q(0, 10_000, eqB), q(0, 30_000, eqB)), 200, ""},
 	}
 	for _, c := range cases {

@@ -12,13 +12,15 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/acta-remote/acta-remote/apistatus"
+	"github.com/acta-remote/acta-remote/snappybody"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/admission"
-	"github.com/acta-remote/acta-remote/remotewrite"
 )
 
 // Limits bound one remote-read request.
@@ -62,19 +64,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	if err := admission.Acquire(r.Context(), h.sem, h.lim.MaxQueueWait, "remote_read.max_concurrent"); err != nil {
-		remotewrite.WriteError(w, err)
+		apistatus.WriteText(w, apistatus.RemoteRead, err)
 		return
 	}
 	defer func() { <-h.sem }()
 
 	req, queries, err := h.decode(w, r)
 	if err != nil {
-		remotewrite.WriteError(w, err)
+		apistatus.WriteText(w, apistatus.RemoteRead, err)
 		return
 	}
 	typ, err := negotiate(req.AcceptedResponseTypes)
 	if err != nil {
-		remotewrite.WriteError(w, err)
+		apistatus.WriteText(w, apistatus.RemoteRead, err)
 		return
 	}
 	if typ == prompb.ReadRequest_STREAMED_XOR_CHUNKS {
@@ -93,28 +95,28 @@ type query struct {
 }
 
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*prompb.ReadRequest, []query, error) {
-	_, _, data, err := remotewrite.ReadSnappyBody(w, r, nil, nil, h.lim.MaxBodyBytes, h.lim.MaxDecodedBytes)
+	_, _, data, err := snappybody.Read(w, r, nil, nil, h.lim.MaxBodyBytes, h.lim.MaxDecodedBytes)
 	if err != nil {
 		return nil, nil, err
 	}
 	var req prompb.ReadRequest
 	if err := req.Unmarshal(data); err != nil {
-		return nil, nil, fmt.Errorf("%w: malformed ReadRequest protobuf: %v", remotewrite.ErrBadRequest, err)
+		return nil, nil, fmt.Errorf("%w: malformed ReadRequest protobuf: %v", apistatus.ErrBadRequest, err)
 	}
 	qs := make([]query, 0, len(req.Queries))
 	for i, pq := range req.Queries {
 		if pq == nil {
-			return nil, nil, fmt.Errorf("%w: query %d is empty", remotewrite.ErrBadRequest, i)
+			return nil, nil, fmt.Errorf("%w: query %d is empty", apistatus.ErrBadRequest, i)
 		}
 		if pq.StartTimestampMs > pq.EndTimestampMs {
-			return nil, nil, fmt.Errorf("%w: query %d: start %d ms after end %d ms", remotewrite.ErrBadRequest, i, pq.StartTimestampMs, pq.EndTimestampMs)
+			return nil, nil, fmt.Errorf("%w: query %d: start %d ms after end %d ms", apistatus.ErrBadRequest, i, pq.StartTimestampMs, pq.EndTimestampMs)
 		}
 		if len(pq.Matchers) == 0 {
-			return nil, nil, fmt.Errorf("%w: query %d has no matchers", remotewrite.ErrBadRequest, i)
+			return nil, nil, fmt.Errorf("%w: query %d has no matchers", apistatus.ErrBadRequest, i)
 		}
 		ms, err := toMatchers(pq.Matchers)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: query %d: %v", remotewrite.ErrBadRequest, i, err)
+			return nil, nil, fmt.Errorf("%w: query %d: %v", apistatus.ErrBadRequest, i, err)
 		}
 		qs = append(qs, query{pq.StartTimestampMs, pq.EndTimestampMs, ms})
 	}
@@ -160,7 +162,7 @@ func negotiate(accepted []prompb.ReadRequest_ResponseType) (prompb.ReadRequest_R
 			return t, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: none of the accepted response types %v is supported; supported: SAMPLES, STREAMED_XOR_CHUNKS", remotewrite.ErrBadRequest, accepted)
+	return 0, fmt.Errorf("%w: none of the accepted response types %v is supported; supported: SAMPLES, STREAMED_XOR_CHUNKS", apistatus.ErrBadRequest, accepted)
 }
 
 // selectErr names the config keys behind the store's query limits, which
@@ -182,7 +184,7 @@ type budget struct {
 func (b *budget) addSeries() error {
 	b.series++
 	if b.lim.MaxSeriesPerQuery > 0 && b.series > int64(b.lim.MaxSeriesPerQuery) {
-		return fmt.Errorf("%w: query %d selects more than %d series, limit remote_read.max_series_per_query", remotewrite.ErrBadRequest, b.query, b.lim.MaxSeriesPerQuery)
+		return fmt.Errorf("%w: query %d selects more than %d series, limit remote_read.max_series_per_query", actastore.ErrQueryLimit, b.query, b.lim.MaxSeriesPerQuery)
 	}
 	return nil
 }
@@ -190,7 +192,7 @@ func (b *budget) addSeries() error {
 func (b *budget) addSample() error {
 	b.samples++
 	if b.lim.MaxSamplesPerQuery > 0 && b.samples > b.lim.MaxSamplesPerQuery {
-		return fmt.Errorf("%w: query %d selects more than %d samples, limit remote_read.max_samples_per_query", remotewrite.ErrBadRequest, b.query, b.lim.MaxSamplesPerQuery)
+		return fmt.Errorf("%w: query %d selects more than %d samples, limit remote_read.max_samples_per_query", actastore.ErrQueryLimit, b.query, b.lim.MaxSamplesPerQuery)
 	}
 	return nil
 }

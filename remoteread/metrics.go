@@ -3,9 +3,9 @@ package remoteread
 import (
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/acta-remote/acta-remote/apistatus"
 
-	"github.com/acta-remote/acta-remote/remotewrite"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 type metrics struct {
@@ -40,5 +40,5 @@ func writeError(w http.ResponseWriter, err error) {
 	// A stream's Content-Type was set before the first frame; an error
 	// answer is plain text.
 	w.Header().Del("Content-Type")
-	remotewrite.WriteError(w, err)
+	apistatus.WriteText(w, apistatus.RemoteRead, err)
 }

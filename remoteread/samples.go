@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/acta-remote/acta-remote/apistatus"
+
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
-
-	"github.com/acta-remote/acta-remote/remotewrite"
 )
 
 // samples answers with one snappy-compressed ReadResponse holding a
@@ -19,7 +19,7 @@ func (h *Handler) samples(w http.ResponseWriter, r *http.Request, queries []quer
 	for i, q := range queries {
 		res, n, err := h.selectSamples(r, i, q)
 		if err != nil {
-			remotewrite.WriteError(w, err)
+			apistatus.WriteText(w, apistatus.RemoteRead, err)
 			return
 		}
 		resp.Results[i] = res
@@ -27,7 +27,7 @@ func (h *Handler) samples(w http.ResponseWriter, r *http.Request, queries []quer
 	}
 	data, err := resp.Marshal()
 	if err != nil {
-		remotewrite.WriteError(w, fmt.Errorf("cannot marshal ReadResponse: %w", err))
+		apistatus.WriteText(w, apistatus.RemoteRead, fmt.Errorf("cannot marshal ReadResponse: %w", err))
 		return
 	}
 	out := snappy.Encode(nil, data)

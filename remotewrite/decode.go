@@ -3,6 +3,8 @@ package remotewrite
 import (
 	"fmt"
 
+	"github.com/acta-remote/acta-remote/apistatus"
+
 	"github.com/prometheus/common/model"
 
 	"github.com/acta-remote/acta-remote/actastore"
@@ -13,7 +15,7 @@ import (
 // scratch, then validate each series and append it into the scratch batch.
 
 func malformed(what string, err error) error {
-	return fmt.Errorf("%w: malformed protobuf: %s: %v", ErrBadRequest, what, err)
+	return fmt.Errorf("%w: malformed protobuf: %s: %v", apistatus.ErrBadRequest, what, err)
 }
 
 // endSeries turns the series just converted (s.pairs, the samples from lo,
@@ -31,7 +33,7 @@ func (h *Handler) endSeries(s *scratch, idx, lo, hlo, elo int, md *actastore.Met
 		return
 	}
 	if n == 0 && nh == 0 && ne == 0 && md == nil {
-		s.reject(0, fmt.Errorf("%w: series %d (%s) has no samples", ErrBadRequest, idx, describe(s.pairs)))
+		s.reject(0, fmt.Errorf("%w: series %d (%s) has no samples", apistatus.ErrBadRequest, idx, describe(s.pairs)))
 		return
 	}
 	lset := labelsOf(s)
@@ -47,7 +49,7 @@ func (h *Handler) endSeries(s *scratch, idx, lo, hlo, elo int, md *actastore.Met
 // countSeries checks the request's series count against the limit.
 func (h *Handler) countSeries(s *scratch, n int) error {
 	if n > h.lim.MaxSeriesPerRequest {
-		return fmt.Errorf("%w: more than %d series in one request, limit remote_write.max_series_per_request", ErrTooLarge, h.lim.MaxSeriesPerRequest)
+		return fmt.Errorf("%w: more than %d series in one request, limit remote_write.max_series_per_request", apistatus.ErrTooLarge, h.lim.MaxSeriesPerRequest)
 	}
 	s.stats.series = n
 	return nil

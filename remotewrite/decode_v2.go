@@ -3,6 +3,8 @@ package remotewrite
 import (
 	"fmt"
 
+	"github.com/acta-remote/acta-remote/apistatus"
+
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/acta-remote/acta-remote/actastore"
@@ -42,7 +44,7 @@ func (h *Handler) seriesV2(s *scratch, idx int, symbols []string, ts *writev2.Ti
 	for i, ref := range ts.LabelsRefs {
 		if int64(ref) >= int64(len(symbols)) {
 			refErr = fmt.Errorf("%w: series %d: labels_refs[%d] = %d out of range, request has %d symbols",
-				ErrBadRequest, idx, i, ref, len(symbols))
+				apistatus.ErrBadRequest, idx, i, ref, len(symbols))
 			break
 		}
 		if i%2 == 0 {
@@ -61,7 +63,7 @@ func (h *Handler) seriesV2(s *scratch, idx int, symbols []string, ts *writev2.Ti
 		e, err := ts.Exemplars[i].ToExemplar(&s.sb, symbols)
 		if err != nil {
 			if refErr == nil {
-				refErr = fmt.Errorf("%w: series %d: exemplar %d: %v", ErrBadRequest, idx, i, err)
+				refErr = fmt.Errorf("%w: series %d: exemplar %d: %v", apistatus.ErrBadRequest, idx, i, err)
 			}
 			continue
 		}
@@ -69,10 +71,10 @@ func (h *Handler) seriesV2(s *scratch, idx int, symbols []string, ts *writev2.Ti
 	}
 	md, err := metadataV2(ts, symbols)
 	if err != nil && refErr == nil {
-		refErr = fmt.Errorf("%w: series %d: metadata reference out of range: %v", ErrBadRequest, idx, err)
+		refErr = fmt.Errorf("%w: series %d: metadata reference out of range: %v", apistatus.ErrBadRequest, idx, err)
 	}
 	if refErr == nil && len(ts.LabelsRefs)%2 != 0 {
-		refErr = fmt.Errorf("%w: series %d: labels_refs has odd length %d", ErrBadRequest, idx, len(ts.LabelsRefs))
+		refErr = fmt.Errorf("%w: series %d: labels_refs has odd length %d", apistatus.ErrBadRequest, idx, len(ts.LabelsRefs))
 	}
 	if refErr != nil {
 		n, nh, ne := len(s.samples)-lo, len(s.hists)-hlo, len(s.exs)-elo

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/acta-remote/acta-remote/apistatus"
+
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -80,7 +82,7 @@ func (h *Handler) commit(ctx context.Context, s *scratch) error {
 	if err != nil {
 		h.m.samplesRejected.WithLabelValues(reasonOf(err)).Add(float64(s.stats.samples))
 		s.stats.rejectedSamples = s.stats.samples
-		err = withConfigKey(err)
+		err = apistatus.WithConfigKey(err)
 		h.log.Warn("remote write: store refused batch", "err", err, "series", len(s.batch.Series))
 		return err
 	}
@@ -94,10 +96,10 @@ func (h *Handler) commit(ctx context.Context, s *scratch) error {
 		s.reason[reason] += n
 	}
 	for _, e := range res.Errors {
-		s.reject(0, withConfigKey(e))
+		s.reject(0, apistatus.WithConfigKey(e))
 	}
 	if len(res.Errors) == 0 && res.Rejected() > 0 {
-		s.reject(0, fmt.Errorf("%w: store rejected %d items", ErrBadRequest, res.Rejected()))
+		s.reject(0, fmt.Errorf("%w: store rejected %d items", apistatus.ErrBadRequest, res.Rejected()))
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/acta-remote/acta-remote/apistatus"
+
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -37,8 +39,8 @@ func FuzzDecode(f *testing.F) {
 			err = h.decodeV1(s, data)
 		}
 		if err != nil {
-			if StatusOf(err)/100 != 4 {
-				t.Fatalf("decode error %v maps to %d, want 4xx", err, StatusOf(err))
+			if apistatus.HTTP(apistatus.RemoteWrite, err)/100 != 4 {
+				t.Fatalf("decode error %v maps to %d, want 4xx", err, apistatus.HTTP(apistatus.RemoteWrite, err))
 			}
 			return
 		}

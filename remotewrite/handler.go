@@ -16,6 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acta-remote/acta-remote/apistatus"
+	"github.com/acta-remote/acta-remote/snappybody"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/acta-remote/acta-remote/actastore"
@@ -55,14 +58,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if typ == msgV2 {
 			setWritten(w, 0, 0, 0)
 		}
-		WriteError(w, err)
+		apistatus.WriteText(w, apistatus.RemoteWrite, err)
 		return
 	}
 	if err := admission.Acquire(r.Context(), h.sem, h.lim.MaxQueueWait, "remote_write.max_concurrent"); err != nil {
 		if typ == msgV2 {
 			setWritten(w, 0, 0, 0)
 		}
-		WriteError(w, err)
+		apistatus.WriteText(w, apistatus.RemoteWrite, err)
 		return
 	}
 	defer func() { <-h.sem }()
@@ -70,7 +73,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := getScratch()
 	defer putScratch(s)
 	var data []byte
-	s.raw, s.dec, data, err = ReadSnappyBody(w, r, s.raw, s.dec, h.lim.MaxBodyBytes, h.lim.MaxDecodedBytes)
+	s.raw, s.dec, data, err = snappybody.Read(w, r, s.raw, s.dec, h.lim.MaxBodyBytes, h.lim.MaxDecodedBytes)
 	if err != nil {
 		h.fail(w, typ, s, err)
 		return
@@ -107,7 +110,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// rest must not be retried (Remote-Write 2.0 spec, "Partial Write").
 	code := http.StatusBadRequest
 	for _, e := range s.errs {
-		if c := StatusOf(e); c > code && c < 500 {
+		if c := apistatus.HTTP(apistatus.RemoteWrite, e); c > code && c < 500 {
 			code = c
 		}
 	}
@@ -139,12 +142,12 @@ func (h *Handler) fail(w http.ResponseWriter, typ msgType, s *scratch, err error
 	if typ == msgV2 {
 		setWritten(w, 0, 0, 0)
 	}
-	if code := StatusOf(err); code >= 500 {
+	if code := apistatus.HTTP(apistatus.RemoteWrite, err); code >= 500 {
 		h.log.Error("remote write failed", "status", code, "err", err)
 	} else {
 		h.log.Debug("remote write refused", "status", code, "err", err)
 	}
-	WriteError(w, err)
+	apistatus.WriteText(w, apistatus.RemoteWrite, err)
 }
 
 // setWritten sets the Remote-Write 2.0 response headers: what was stored,

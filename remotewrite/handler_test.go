@@ -138,7 +138,7 @@ func TestStoreErrors(t *testing.T) {
 			t.Errorf("store error %v: no written header on a 2.0 answer", storeErr)
 		}
 	}
-	f(actastore.ErrOverloaded, nil, http.StatusTooManyRequests, true, "overloaded")
+	f(actastore.ErrOverloaded, nil, http.StatusServiceUnavailable, true, "overloaded")
 	f(fmt.Errorf("wal: %w", actastore.ErrClosed), nil, http.StatusServiceUnavailable, true, "closed")
 	f(errors.New("disk on fire"), nil, http.StatusInternalServerError, false, "disk on fire")
 	f(fmt.Errorf("%w: storage.max_series=10", actastore.ErrTooManySeries), nil, http.StatusBadRequest, false, "max_series")

@@ -5,6 +5,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/acta-remote/acta-remote/apistatus"
 )
 
 // msgType is the protobuf message a request carries.
@@ -31,14 +33,14 @@ const (
 func negotiate(h http.Header) (msgType, error) {
 	ct := h.Get("Content-Type")
 	if ct == "" {
-		return 0, fmt.Errorf("%w: missing Content-Type, want application/x-protobuf;proto=%s or %s", ErrUnsupportedMedia, protoV1, protoV2)
+		return 0, fmt.Errorf("%w: missing Content-Type, want application/x-protobuf;proto=%s or %s", apistatus.ErrUnsupportedMedia, protoV1, protoV2)
 	}
 	media, params, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return 0, fmt.Errorf("%w: cannot parse Content-Type %q: %v", ErrUnsupportedMedia, ct, err)
+		return 0, fmt.Errorf("%w: cannot parse Content-Type %q: %v", apistatus.ErrUnsupportedMedia, ct, err)
 	}
 	if media != "application/x-protobuf" {
-		return 0, fmt.Errorf("%w: Content-Type %q, want application/x-protobuf", ErrUnsupportedMedia, media)
+		return 0, fmt.Errorf("%w: Content-Type %q, want application/x-protobuf", apistatus.ErrUnsupportedMedia, media)
 	}
 	var t msgType
 	switch p := params["proto"]; p {
@@ -47,11 +49,11 @@ func negotiate(h http.Header) (msgType, error) {
 	case protoV2:
 		t = msgV2
 	default:
-		return 0, fmt.Errorf("%w: proto message %q, want %s or %s", ErrUnsupportedMedia, p, protoV1, protoV2)
+		return 0, fmt.Errorf("%w: proto message %q, want %s or %s", apistatus.ErrUnsupportedMedia, p, protoV1, protoV2)
 	}
 	if enc := h.Get("Content-Encoding"); !strings.EqualFold(strings.TrimSpace(enc), "snappy") {
 		// The message type is known, so a 2.0 sender still gets its headers.
-		return t, fmt.Errorf("%w: Content-Encoding %q, want snappy", ErrUnsupportedMedia, enc)
+		return t, fmt.Errorf("%w: Content-Encoding %q, want snappy", apistatus.ErrUnsupportedMedia, enc)
 	}
 	return t, nil
 }

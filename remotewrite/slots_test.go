@@ -29,7 +29,7 @@ func (b *blockingAppender) Commit(_ context.Context, batch *actastore.Batch) (ac
 	return res, nil
 }
 
-// With every slot taken, a write is answered 429 with Retry-After after
+// With every slot taken, a write is answered 503 with Retry-After after
 // max_queue_wait (not queued without bound), and the message names the
 // config key; once slots free up writes succeed again.
 func TestWriteBusySlots(t *testing.T) {
@@ -61,12 +61,12 @@ func TestWriteBusySlots(t *testing.T) {
 		start := time.Now()
 		code, ra, msg := post()
 		took := time.Since(start)
-		if code != http.StatusTooManyRequests || ra != "1" || !strings.Contains(msg, "all 2 request slots") ||
+		if code != http.StatusServiceUnavailable || ra != "1" || !strings.Contains(msg, "all 2 request slots") ||
 			!strings.Contains(msg, "(config remote_write.max_concurrent)") {
 			t.Errorf("wait %s: busy write: %d Retry-After %q %q", wait, code, ra, msg)
 		}
 		if took > wait+2*time.Second {
-			t.Errorf("wait %s: 429 took %s", wait, took)
+			t.Errorf("wait %s: 503 took %s", wait, took)
 		}
 		close(app.release)
 		for range 2 {

@@ -127,7 +127,7 @@ func TestRealStoreBackpressure(t *testing.T) {
 	}
 	next := prompb.TimeSeries{Labels: pbLabels("__name__", "m"), Samples: []prompb.Sample{{Value: 1, Timestamp: 100}}}
 	a := post(t, srv.URL, ctV2, "snappy", v2Body(t, v2Req([]string{"__name__", "m"})))
-	if a.code != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" || a.written != "0" || !strings.Contains(a.body, "(config storage.max_head_samples)") {
+	if a.code != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || a.written != "0" || !strings.Contains(a.body, "(config storage.max_head_samples") {
 		t.Fatalf("over the head budget: %d retry-after=%q written=%q %s", a.code, a.header.Get("Retry-After"), a.written, a.body)
 	}
 	if err := st.FlushAll(); err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acta-remote/acta-remote/apistatus"
+
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -41,7 +43,7 @@ func (h *Handler) checkLabels(s *scratch, series int) error {
 	}
 	s.pairs = ps
 	if len(ps) == 0 {
-		return fmt.Errorf("%w: series %d has no labels", ErrBadRequest, series)
+		return fmt.Errorf("%w: series %d has no labels", apistatus.ErrBadRequest, series)
 	}
 	if len(ps) > h.lim.MaxLabelsPerSeries {
 		return fmt.Errorf("%w: series %d (%s) has %d labels, limit remote_write.max_labels_per_series=%d",
@@ -51,11 +53,11 @@ func (h *Handler) checkLabels(s *scratch, series int) error {
 	for i, p := range ps {
 		switch {
 		case p.name == "":
-			return fmt.Errorf("%w: series %d (%s): label %d has an empty name", ErrBadRequest, series, describe(ps), i)
+			return fmt.Errorf("%w: series %d (%s): label %d has an empty name", apistatus.ErrBadRequest, series, describe(ps), i)
 		case !utf8.ValidString(p.name):
-			return fmt.Errorf("%w: series %d: label %d name %q is not valid UTF-8", ErrBadRequest, series, i, p.name)
+			return fmt.Errorf("%w: series %d: label %d name %q is not valid UTF-8", apistatus.ErrBadRequest, series, i, p.name)
 		case !utf8.ValidString(p.value):
-			return fmt.Errorf("%w: series %d: label %q value %q is not valid UTF-8", ErrBadRequest, series, p.name, p.value)
+			return fmt.Errorf("%w: series %d: label %q value %q is not valid UTF-8", apistatus.ErrBadRequest, series, p.name, p.value)
 		case len(p.name) > h.lim.MaxLabelNameLength:
 			return fmt.Errorf("%w: series %d: label name %.64q... is %d bytes, limit remote_write.max_label_name_length=%d",
 				errLimit, series, p.name, len(p.name), h.lim.MaxLabelNameLength)
@@ -65,9 +67,9 @@ func (h *Handler) checkLabels(s *scratch, series int) error {
 		}
 		if i > 0 {
 			if prev := ps[i-1].name; p.name == prev {
-				return fmt.Errorf("%w: series %d (%s): duplicate label name %q", ErrBadRequest, series, describe(ps), p.name)
+				return fmt.Errorf("%w: series %d (%s): duplicate label name %q", apistatus.ErrBadRequest, series, describe(ps), p.name)
 			} else if p.name < prev {
-				return fmt.Errorf("%w: series %d (%s): labels not sorted: %q after %q", ErrBadRequest, series, describe(ps), p.name, prev)
+				return fmt.Errorf("%w: series %d (%s): labels not sorted: %q after %q", apistatus.ErrBadRequest, series, describe(ps), p.name, prev)
 			}
 		}
 		if p.name == labels.MetricName {
@@ -75,7 +77,7 @@ func (h *Handler) checkLabels(s *scratch, series int) error {
 		}
 	}
 	if !hasName {
-		return fmt.Errorf("%w: series %d (%s): missing %s", ErrBadRequest, series, describe(ps), labels.MetricName)
+		return fmt.Errorf("%w: series %d (%s): missing %s", apistatus.ErrBadRequest, series, describe(ps), labels.MetricName)
 	}
 	return nil
 }

@@ -206,8 +206,8 @@ func badCases() []badCase {
 		r("invalid regular expression", rr([]*prompb.Query{rq(0, 1, lm(prompb.LabelMatcher_RE, "__name__", "a("))}), 400, "missing closing )"),
 		r("unknown matcher type", rr([]*prompb.Query{rq(0, 1, lm(7, "__name__", "x"))}), 400, "unknown type 7"),
 		r("only unsupported response types", rr([]*prompb.Query{rq(0, 1, lm(prompb.LabelMatcher_EQ, "__name__", "x"))}, 9), 400, "none of the accepted response types"),
-		r("more series than max_series_per_query", rr([]*prompb.Query{rq(math.MinInt64, math.MaxInt64, lm(prompb.LabelMatcher_EQ, "__name__", "rd"))}), 400, "max_series_per_query"),
-		r("more samples than max_samples_per_query", rr([]*prompb.Query{rq(math.MinInt64, math.MaxInt64, lm(prompb.LabelMatcher_RE, "i", "[0-4]"), lm(prompb.LabelMatcher_EQ, "__name__", "rd"))}), 400, "max_samples_per_query"),
+		r("more series than max_series_per_query", rr([]*prompb.Query{rq(math.MinInt64, math.MaxInt64, lm(prompb.LabelMatcher_EQ, "__name__", "rd"))}), 422, "max_series_per_query"),
+		r("more samples than max_samples_per_query", rr([]*prompb.Query{rq(math.MinInt64, math.MaxInt64, lm(prompb.LabelMatcher_RE, "i", "[0-4]"), lm(prompb.LabelMatcher_EQ, "__name__", "rd"))}), 422, "max_samples_per_query"),
 
 		o("GET instead of POST", nil, nil, 405, "supported: [POST]").withMethod(http.MethodGet),
 		o("Content-Type text/plain", map[string]string{"Content-Type": "text/plain"}, otlpGauge("bad_otlp", false), 415, "unsupported media type"),
