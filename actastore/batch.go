@@ -2,6 +2,8 @@ package actastore
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -25,10 +27,44 @@ type Batch struct {
 // rules (a permutation of a valid label set is sorted by the store).
 // Samples and Histograms are in any order; T is ms since the Unix epoch.
 type SeriesData struct {
-	Labels     labels.Labels
+	Labels labels.Labels
+	// LabelPairs, when set, stands for Labels (left empty): the series'
+	// label pairs in the order the sender sent them, each appended by
+	// AppendLabelPair. The store looks a known series up by these bytes,
+	// and decodes, sorts and validates them only for a series it does not
+	// know yet, so a receiver never builds a labels.Labels for the series
+	// it sees again and again.
+	LabelPairs []byte
 	Samples    []Sample
 	Histograms []HistogramSample
 	Exemplars  []Exemplar
+}
+
+// AppendLabelPair appends one label to a SeriesData.LabelPairs encoding:
+// uvarint name length, name, uvarint value length, value.
+func AppendLabelPair(dst, name, value []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(name)))
+	dst = append(dst, name...)
+	dst = binary.AppendUvarint(dst, uint64(len(value)))
+	return append(dst, value...)
+}
+
+// labelsFromPairs decodes a LabelPairs encoding into a sorted label set.
+func labelsFromPairs(b *labels.ScratchBuilder, pairs []byte) (labels.Labels, error) {
+	b.Reset()
+	for len(pairs) > 0 {
+		var name, value string
+		var ok bool
+		if name, pairs, ok = readString(pairs); !ok {
+			return labels.EmptyLabels(), fmt.Errorf("%w: bad label pair encoding", ErrInvalidSeries)
+		}
+		if value, pairs, ok = readString(pairs); !ok {
+			return labels.EmptyLabels(), fmt.Errorf("%w: bad label pair encoding", ErrInvalidSeries)
+		}
+		b.Add(name, value)
+	}
+	b.Sort()
+	return b.Labels(), nil
 }
 
 // Add queues one series' data. Empty data is ignored.
@@ -121,8 +157,19 @@ func (s *Store) Commit(ctx context.Context, b *Batch) (Result, error) {
 	var res Result
 	var floats []SeriesSamples
 	var extras ExtrasBatch
+	var sb labels.ScratchBuilder
 	for i := range b.Series {
 		d := &b.Series[i]
+		if d.Labels.IsEmpty() && len(d.LabelPairs) > 0 {
+			lset, err := labelsFromPairs(&sb, d.LabelPairs)
+			if err != nil {
+				n := len(d.Samples)
+				res.reject(&res.Samples, n, ReasonInvalidSeries, err)
+				res.reject(&res.Histograms, len(d.Histograms), ReasonInvalidSeries, nil)
+				continue
+			}
+			d = &SeriesData{Labels: lset, Samples: d.Samples, Histograms: d.Histograms, Exemplars: d.Exemplars}
+		}
 		if len(d.Samples) > 0 {
 			floats = append(floats, SeriesSamples{Labels: d.Labels, Samples: d.Samples})
 		}
