@@ -251,7 +251,7 @@ func BenchmarkDiskBytesPerSample(b *testing.B) {
 						walBytes := s.Stats().WALBytes
 						b.ReportMetric(float64(walBytes)/float64(n*min(rows, steps)), "WAL-B/sample")
 					}
-					for _, ms := range s.allSeries() {
+					for _, ms := range s.reg.live() {
 						if err := s.flushSeries(ms); err != nil {
 							b.Fatal(err)
 						}

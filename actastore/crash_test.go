@@ -274,7 +274,7 @@ func tearRandomSeriesFile(t *testing.T, dir string, r *rand.Rand) {
 	inWAL := map[uint64]bool{}
 	_, err := wal.Replay(filepath.Join(dir, walDirName), func(_ int, p []byte) error {
 		if p[0] == recSamples {
-			_, err := decodeSamplesRecord(p, nil, func(ref uint64, _ []Sample) error { inWAL[ref] = true; return nil })
+			_, err := decodeSamplesRecord(floats, p, nil, func(ref uint64, _ []Sample) error { inWAL[ref] = true; return nil })
 			return err
 		}
 		return nil

@@ -20,6 +20,9 @@ type metrics struct {
 	flushedSamples  prometheus.Counter
 	flushErrors     prometheus.Counter
 	appended        prometheus.Counter
+	histAppended    prometheus.Counter
+	headBytes       prometheus.GaugeFunc
+	labelsSorted    prometheus.Counter
 	duplicates      prometheus.Counter
 	rejected        *prometheus.CounterVec
 	walTruncations  prometheus.Counter
@@ -38,13 +41,16 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 		}, func() float64 { return float64(s.wal.Size()) }),
 		headSeries: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "acta_store_head_series", Help: "Series with unflushed samples in the head.",
-		}, func() float64 { return float64(s.headSeries.Load()) }),
+		}, func() float64 { return float64(s.hd.series.Load()) }),
 		headSamples: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "acta_store_head_samples", Help: "Unflushed samples in the head.",
-		}, func() float64 { return float64(s.headSamples.Load()) }),
+			Name: "acta_store_head_samples", Help: "Unflushed items (float samples and native histograms) in the head.",
+		}, func() float64 { return float64(s.hd.samples.Load()) }),
+		headBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "acta_store_head_bytes", Help: "Memory the head's unflushed items take, as storage.max_head_bytes counts it.",
+		}, func() float64 { return float64(s.hd.bytes.Load()) }),
 		series: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "acta_store_series", Help: "Series in the catalog.",
-		}, func() float64 { return float64(s.numSeries.Load()) }),
+		}, func() float64 { return float64(s.reg.num.Load()) }),
 		openWriters: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "acta_store_open_writers", Help: "Open series file writers (bounded by max_open_files).",
 		}, func() float64 { return float64(s.writers.open()) }),
@@ -54,19 +60,25 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 		flushedSamples: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acta_store_flushed_samples_total", Help: "Samples written from the head into series files.",
+			Name: "acta_store_flushed_samples_total", Help: "Samples and histograms written from the head into series files.",
 		}),
 		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_flush_errors_total", Help: "Failed series flushes (retried later; the WAL keeps the data).",
 		}),
 		appended: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acta_store_samples_appended_total", Help: "Samples accepted and made durable.",
+			Name: "acta_store_samples_appended_total", Help: "Float samples accepted and made durable.",
+		}),
+		histAppended: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_histograms_appended_total", Help: "Native histogram samples accepted and made durable.",
+		}),
+		labelsSorted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_series_labels_sorted_total", Help: "Series sent with their labels out of order and sorted into their canonical series.",
 		}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acta_store_samples_duplicate_dropped_total", Help: "Exact duplicate samples dropped silently.",
+			Name: "acta_store_samples_duplicate_dropped_total", Help: "Exact duplicates (samples and histograms) dropped silently.",
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acta_store_samples_rejected_total", Help: "Samples refused, by reason.",
+			Name: "acta_store_samples_rejected_total", Help: "Samples, histograms and exemplars refused, by reason.",
 		}, []string{"reason"}),
 		walTruncations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_wal_truncations_total", Help: "WAL truncations that deleted segments.",
@@ -80,7 +92,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.walFsync, m.walBytes, m.headSeries, m.headSamples, m.series,
-			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.appended, m.duplicates,
+			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
 			m.rejected, m.walTruncations, m.replayedSamples} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register store metrics: %w", err)

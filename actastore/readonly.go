@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,8 +16,10 @@ import (
 
 // ReadOnly is a view of a store directory for tools (acta-remote query and
 // tail) while a server may have it open: it takes no lock and writes
-// nothing. It sees what the files hold, never the server's head, and it
-// knows a series as soon as its definition is in the WAL or the catalog.
+// nothing. It sees everything the server acknowledged: what the files hold,
+// and what the WAL holds that is not flushed yet (the server's head), of
+// every kind; it knows a series as soon as its definition is in the WAL or
+// the catalog.
 //
 // The series files may change under it: blocks appended, a new file per
 // time range (rotation), a file replaced by rename (compaction) or removed
@@ -31,8 +34,19 @@ type ReadOnly struct {
 	// walNewest is the newest timestamp of each series in the WAL records
 	// read so far: samples the server acknowledged, flushed or not.
 	walNewest map[uint64]int64
-	scratch   []Sample
-	lb        labels.ScratchBuilder
+	// walData holds the samples of every kind the WAL segments still on
+	// disk hold, by segment: a segment the server deleted held only what
+	// its files hold now, so its part is dropped at the next Reload.
+	walData map[int]map[uint64]*walSeries
+	fs      []Sample
+	hs      []HistogramSample
+	lb      labels.ScratchBuilder
+}
+
+// walSeries is what one WAL segment holds of one series.
+type walSeries struct {
+	floats []Sample
+	hists  []HistogramSample
 }
 
 // SeriesInfo is one series of a ReadOnly view.
@@ -62,6 +76,7 @@ func OpenReadOnly(dir string) (*ReadOnly, error) {
 		ix:        newIndex(),
 		byRef:     make(map[uint64]*memSeries),
 		walNewest: make(map[uint64]int64),
+		walData:   make(map[int]map[uint64]*walSeries),
 	}
 	if _, err := r.Reload(); err != nil {
 		return nil, err
@@ -75,26 +90,48 @@ func OpenReadOnly(dir string) (*ReadOnly, error) {
 // missed in a segment deleted meanwhile is found in the catalog after.
 func (r *ReadOnly) Reload() (int, error) {
 	before := len(r.ix.series)
-	err := r.wal.Read(func(_ int, p []byte) error {
+	err := r.wal.Read(func(seg int, p []byte) error {
 		switch p[0] {
 		case recSeries:
 			return decodeSeriesRecord(&r.lb, p, r.add)
 		case recSamples:
 			var err error
-			r.scratch, err = decodeSamplesRecord(p, r.scratch, func(ref uint64, ss []Sample) error {
+			r.fs, err = decodeSamplesRecord(floats, p, r.fs, func(ref uint64, ss []Sample) error {
+				w := r.walSeriesOf(seg, ref)
+				w.floats = append(w.floats, ss...)
 				for _, s := range ss {
-					if t, ok := r.walNewest[ref]; !ok || s.T > t {
-						r.walNewest[ref] = s.T
-					}
+					r.noteWAL(ref, s.T)
+				}
+				return nil
+			})
+			return err
+		case recHistograms:
+			var err error
+			r.hs, err = decodeSamplesRecord(histograms, p, r.hs, func(ref uint64, hs []HistogramSample) error {
+				w := r.walSeriesOf(seg, ref)
+				w.hists = append(w.hists, hs...)
+				for _, h := range hs {
+					r.noteWAL(ref, h.T)
 				}
 				return nil
 			})
 			return err
 		}
-		return nil // a record type from a newer server: not ours to judge
+		return nil // exemplars, metadata, or a record type from a newer server
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read WAL of %s: %w", r.dir, err)
+	}
+	if segs, err := wal.Segments(filepath.Join(r.dir, walDirName)); err == nil {
+		live := make(map[int]bool, len(segs))
+		for _, s := range segs {
+			live[s] = true
+		}
+		for seg := range r.walData {
+			if !live[seg] {
+				delete(r.walData, seg) // flushed: the files hold it
+			}
+		}
 	}
 	// A removed series (retention deleted its last file) stays in the view:
 	// it has no files left, so it prints nothing, and tail keeps looking
@@ -106,6 +143,61 @@ func (r *ReadOnly) Reload() (int, error) {
 		return 0, fmt.Errorf("read catalog of %s: %w", r.dir, err)
 	}
 	return len(r.ix.series) - before, nil
+}
+
+func (r *ReadOnly) walSeriesOf(seg int, ref uint64) *walSeries {
+	m := r.walData[seg]
+	if m == nil {
+		m = make(map[uint64]*walSeries)
+		r.walData[seg] = m
+	}
+	w := m[ref]
+	if w == nil {
+		w = &walSeries{}
+		m[ref] = w
+	}
+	return w
+}
+
+func (r *ReadOnly) noteWAL(ref uint64, t int64) {
+	if old, ok := r.walNewest[ref]; !ok || t > old {
+		r.walNewest[ref] = t
+	}
+}
+
+// walRuns returns ref's samples of kind k that the WAL holds in [mint,
+// maxt], one sorted run per segment, segments in order.
+func walRuns[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) [][]S {
+	segs := make([]int, 0, len(r.walData))
+	for seg := range r.walData {
+		segs = append(segs, seg)
+	}
+	slices.Sort(segs)
+	var runs [][]S
+	for _, seg := range segs {
+		w := r.walData[seg][ref]
+		if w == nil {
+			continue
+		}
+		var src []S
+		switch any(k).(type) {
+		case floatKind:
+			src = any(w.floats).([]S)
+		case histKind:
+			src = any(w.hists).([]S)
+		}
+		var run []S
+		for _, smp := range src {
+			if t := k.ts(smp); t >= mint && t <= maxt {
+				run = append(run, smp)
+			}
+		}
+		if len(run) > 0 {
+			slices.SortStableFunc(run, func(a, b S) int { return cmpInt64(k.ts(a), k.ts(b)) })
+			runs = append(runs, run)
+		}
+	}
+	return runs
 }
 
 func (r *ReadOnly) add(s seriesRec) error {
@@ -187,59 +279,60 @@ func OpenSeriesFile(path string) (*acta.Reader, error) {
 	return nil, err
 }
 
-// BatchSamples returns the samples of a batch read from a series file with
-// every column (a Scan or Tail without projection), values as float64
-// bit-exactly whatever the file's value type.
+// BatchSamples returns the samples of a batch read from a float series
+// file with every column (a Scan or Tail without projection), values as
+// float64 bit-exactly whatever the file's value type.
 func BatchSamples(s *acta.Schema, b *acta.Batch) ([]Sample, error) {
-	ti, vi := s.Index(colTimestamp), s.Index(colValue)
-	if ti < 0 || vi < 0 || len(b.Columns) != len(s.Columns) {
-		return nil, fmt.Errorf("not a series file batch (columns %q and %q needed)", colTimestamp, colValue)
+	if len(b.Columns) != len(s.Columns) {
+		return nil, fmt.Errorf("not a series file batch (%d columns, schema %d)", len(b.Columns), len(s.Columns))
 	}
-	tcol, ok := b.Columns[ti].(*acta.FixedArray[int64])
-	if !ok {
-		return nil, fmt.Errorf("timestamp column is %T", b.Columns[ti])
-	}
-	vs, err := valuesAsFloat64(s.Columns[vi].Type, b.Columns[vi])
-	if err != nil {
-		return nil, err
-	}
-	if len(vs) != len(tcol.Values) {
-		return nil, fmt.Errorf("%d timestamps, %d values", len(tcol.Values), len(vs))
-	}
-	out := make([]Sample, len(vs))
-	for i, t := range tcol.Values {
-		out[i] = Sample{T: t, V: vs[i]}
-	}
-	return out, nil
+	return floats.decode(nil, s, b, math.MinInt64, math.MaxInt64)
 }
 
-// Samples returns ref's samples in [mint, maxt] from its files, merged as
-// Select merges them (sorted, one sample per timestamp, the one stored first
+// BatchHistograms returns the samples of a batch read from a histogram
+// series file with every column.
+func BatchHistograms(s *acta.Schema, b *acta.Batch) ([]HistogramSample, error) {
+	return histograms.decode(nil, s, b, math.MinInt64, math.MaxInt64)
+}
+
+// Samples returns ref's float samples in [mint, maxt]: its files merged with
+// what the WAL holds of it (acknowledged, maybe not flushed yet), as Select
+// merges them (sorted, one sample per timestamp, the one stored first
 // wins). When a listed file disappears during the read (compaction merged
 // it, retention removed it) the read starts again from a fresh listing.
 func (r *ReadOnly) Samples(ref uint64, mint, maxt int64) ([]Sample, error) {
+	return readOnlyRead(r, floats, ref, mint, maxt)
+}
+
+// Histograms is Samples for native histograms.
+func (r *ReadOnly) Histograms(ref uint64, mint, maxt int64) ([]HistogramSample, error) {
+	return readOnlyRead(r, histograms, ref, mint, maxt)
+}
+
+func readOnlyRead[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) ([]S, error) {
 	const attempts = 5
 	var err error
 	for range attempts {
-		var smps []Sample
-		if smps, err = r.readFiles(ref, mint, maxt); !errors.Is(err, os.ErrNotExist) {
-			return smps, err
+		var runs [][]S
+		if runs, err = readOnlyFiles(r, k, ref, mint, maxt); !errors.Is(err, os.ErrNotExist) {
+			if err != nil {
+				return nil, err
+			}
+			return mergeRuns(k, append(runs, walRuns(r, k, ref, mint, maxt)...)), nil
 		}
 	}
 	return nil, fmt.Errorf("series %016x: files kept changing during %d reads: %w", ref, attempts, err)
 }
 
-func (r *ReadOnly) readFiles(ref uint64, mint, maxt int64) ([]Sample, error) {
-	files, err := r.ListFiles(ref)
+func readOnlyFiles[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) ([][]S, error) {
+	files, err := listFiles(r.dir, k.dir(), ref)
 	if err != nil {
 		return nil, err
 	}
-	var runs [][]Sample
+	var runs [][]S
 	for _, f := range SkipSealedBefore(files, mint) {
-		err := readSeriesFile(f.Path, mint, maxt, func(b block) error {
-			if run := b.samplesIn(mint, maxt); len(run) > 0 {
-				runs = append(runs, run)
-			}
+		_, _, _, err := readFile(k, f.Path, mint, maxt, func(run []S) error {
+			runs = append(runs, run)
 			return nil
 		})
 		if err != nil && errors.Is(err, acta.ErrCorrupt) {
@@ -248,10 +341,10 @@ func (r *ReadOnly) readFiles(ref uint64, mint, maxt int64) ([]Sample, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read series %016x file %s: %w", ref, f.Path, err)
+			return nil, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ref, f.Path, err)
 		}
 	}
-	return mergeRuns(runs), nil
+	return runs, nil
 }
 
 // SkipSealedBefore drops, from a series' files sorted by start, the sealed
@@ -295,10 +388,19 @@ func (r *ReadOnly) Newest(ref uint64) (int64, bool, error) {
 	return 0, false, nil
 }
 
-// ListFiles lists ref's files now, by start time, from their names only
-// (Path and Start; no file is opened).
+// ListFiles lists ref's float files now, by start time, from their names
+// only (Path and Start; no file is opened).
 func (r *ReadOnly) ListFiles(ref uint64) ([]SeriesFile, error) {
-	sdir := filepath.Join(r.dir, seriesDirName, shardName(ref))
+	return listFiles(r.dir, seriesDirName, ref)
+}
+
+// ListHistogramFiles is ListFiles for ref's native histogram files.
+func (r *ReadOnly) ListHistogramFiles(ref uint64) ([]SeriesFile, error) {
+	return listFiles(r.dir, histDirName, ref)
+}
+
+func listFiles(root, kindDir string, ref uint64) ([]SeriesFile, error) {
+	sdir := filepath.Join(root, kindDir, shardName(ref))
 	ents, err := os.ReadDir(sdir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

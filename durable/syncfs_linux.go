@@ -1,6 +1,6 @@
 //go:build linux
 
-package actastore
+package durable
 
 import (
 	"fmt"
@@ -9,12 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// syncFS makes every written byte and directory entry of the file system
+// SyncFS makes every written byte and directory entry of the file system
 // holding dir durable with one syncfs(2). Before WAL truncation this
 // replaces one fsync per series file flushed since the last truncation
 // (thousands) with a single call; since Linux 5.8 syncfs reports writeback
 // errors, so a failure is seen.
-func syncFS(dir string) (bool, error) {
+func SyncFS(dir string) (bool, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return false, err
