@@ -213,8 +213,14 @@ func TestCrashKill9(t *testing.T) {
 // runCrashChild runs one child for about d, kills it and returns the set
 // of acknowledged batch numbers.
 func runCrashChild(t *testing.T, dir string, round int, d time.Duration) map[int]bool {
+	return runChild(t, "TestCrashChild", dir, round, d)
+}
+
+// runChild runs the child test child for about d, kills it and returns
+// the set of acknowledged batch numbers.
+func runChild(t *testing.T, child, dir string, round int, d time.Duration) map[int]bool {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvRound+"="+strconv.Itoa(round))
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -56,7 +56,7 @@ func (floatKind) same(a, b Sample) bool {
 }
 
 // size: a 16-byte sample in a slice that append grows by up to 2x.
-func (floatKind) size(Sample) int64    { return 24 }
+func (floatKind) size(Sample) int64    { return 32 }
 func (floatKind) headAgeFactor() int64 { return 1 }
 func (floatKind) valid(Sample) error   { return nil }
 func (floatKind) recordType() byte     { return recSamples }

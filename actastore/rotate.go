@@ -96,6 +96,9 @@ func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start i
 		ms.mu.Unlock()
 	}
 	rows := k.maxBlockRows(s.fo)
+	if testHookWriteBlocks != nil {
+		testHookWriteBlocks(k.id())
+	}
 	for len(smps) > 0 {
 		n := min(len(smps), rows)
 		b, err := k.batch(smps[:n], false)
@@ -111,3 +114,8 @@ func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start i
 	}
 	return nil
 }
+
+// testHookWriteBlocks, set by tests only, runs before a flush writes a
+// track's blocks (with the series' flush lock held): a test makes a kind's
+// file I/O hang there and checks what does not wait for it.
+var testHookWriteBlocks func(kindID)

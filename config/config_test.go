@@ -149,16 +149,20 @@ otlp: {max_concurrent: 2, max_body_bytes: 4MiB, max_decompressed_bytes: 16MiB}
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Half of 256 MiB at 32 bytes a sample, below the configured 20 million.
-	if got := c.MaxHeadSamples(); got != 128<<20/32 {
-		t.Errorf("MaxHeadSamples() = %d, want %d", got, 128<<20/32)
+	// Half of 256 MiB, below the default max_head_bytes of 1 GiB; the item
+	// limit stays what is configured.
+	if got := c.MaxHeadBytes(); got != 128<<20 {
+		t.Errorf("MaxHeadBytes() = %d, want %d", got, 128<<20)
 	}
-	c.Storage.MaxHeadSamples = 1000
-	if got := c.MaxHeadSamples(); got != 1000 {
-		t.Errorf("a lower max_head_samples must win: %d", got)
+	if got := c.MaxHeadSamples(); got != 20000000 {
+		t.Errorf("MaxHeadSamples() = %d, want 20000000", got)
+	}
+	c.Storage.MaxHeadBytes = 1 << 20
+	if got := c.MaxHeadBytes(); got != 1<<20 {
+		t.Errorf("a lower max_head_bytes must win: %d", got)
 	}
 	c.Storage.MemoryBudget = 0
-	if got := c.MaxHeadSamples(); got != 1000 {
+	if got := c.MaxHeadBytes(); got != 1<<20 {
 		t.Errorf("no budget: %d", got)
 	}
 }

@@ -335,6 +335,13 @@ func (l *Log) Sync(pos Pos) error {
 	return nil
 }
 
+// Synced is the position up to which every record is durable.
+func (l *Log) Synced() Pos {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.synced
+}
+
 // End is the position after the last appended record.
 func (l *Log) End() Pos {
 	l.mu.Lock()
