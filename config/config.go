@@ -100,7 +100,7 @@ type StorageConfig struct {
 	// since the Unix epoch (400, out of bounds). The default 0 refuses
 	// negative timestamps, as Prometheus does.
 	MinTimestamp int64 `yaml:"min_timestamp"`
-	MaxOpenFiles   int   `yaml:"max_open_files"`
+	MaxOpenFiles int   `yaml:"max_open_files"`
 	// FlushCodec is "auto" (default: zstd at ZstdLevel for flushed blocks
 	// of at least FlushAutoMinRows rows, none for the small blocks of
 	// age-triggered flushes, which compaction compresses later), "none"
