@@ -132,7 +132,8 @@ func (t *txn) begin(s *Store, res *Result) {
 // capacity (up to a bound, so one huge request does not pin its memory).
 func (t *txn) release() {
 	const maxPooled = 1 << 20
-	if cap(t.floats) > maxPooled || cap(t.hists) > maxPooled/16 || cap(t.buf) > 16<<20 {
+	if cap(t.floats) > maxPooled || cap(t.hists) > maxPooled/16 || cap(t.exs) > maxPooled/16 || cap(t.buf) > 16<<20 ||
+		cap(t.series) > 1<<16 || cap(t.defs) > 1<<12 || cap(t.logged) > 1<<12 {
 		return
 	}
 	clear(t.series)
