@@ -26,7 +26,7 @@ const (
 	exitOK          = 0
 	exitError       = 1 // anything else: usage, I/O, ...
 	exitCorrupt     = 2 // the file is corrupt (message carries the offset)
-	exitUnsupported = 3 // the file's format version is not supported
+	exitUnsupported = 3 // another format version, an undecodable feature, or beyond the reader's limits
 )
 
 // command is one subcommand: it parses args (without the subcommand name)
