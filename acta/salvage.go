@@ -262,7 +262,11 @@ func scanSalvage(path string, f *os.File, opts SalvageOptions) (*salvager, error
 		}
 		if err != nil {
 			if gap == nil {
-				gap = &SkippedRange{Offset: off, Kind: SkipCorrupt, Reason: reasonOf(err)}
+				reason := reasonOf(err)
+				if inc != nil {
+					reason = fmt.Sprintf("frame %d declares %d bytes, the file holds %d of them", inc.Seq, inc.Declared, inc.Present)
+				}
+				gap = &SkippedRange{Offset: off, Kind: SkipCorrupt, Reason: reason}
 			}
 			off += frameAlign
 			continue
