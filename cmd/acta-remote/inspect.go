@@ -49,6 +49,15 @@ type fileArgs struct {
 }
 
 func parseFileArgs(args []string, boolFlags, valFlags []string) (fileArgs, error) {
+	fa, err := parseArgs(args, boolFlags, valFlags)
+	if err == nil && fa.file == "" {
+		err = errors.New("missing FILE")
+	}
+	return fa, err
+}
+
+// parseArgs is parseFileArgs where FILE may be absent.
+func parseArgs(args []string, boolFlags, valFlags []string) (fileArgs, error) {
 	fa := fileArgs{bools: map[string]bool{}, vals: map[string]string{}}
 	isIn := func(s string, l []string) bool {
 		for _, x := range l {
@@ -87,9 +96,6 @@ func parseFileArgs(args []string, boolFlags, valFlags []string) (fileArgs, error
 		default:
 			return fa, fmt.Errorf("unknown flag %q", a)
 		}
-	}
-	if fa.file == "" {
-		return fa, errors.New("missing FILE")
 	}
 	return fa, nil
 }
