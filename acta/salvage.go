@@ -253,7 +253,9 @@ func scanSalvage(path string, f *os.File, opts SalvageOptions) (*salvager, error
 		switch {
 		case err == nil:
 		case errors.As(err, &inc):
-			if gap == nil {
+			// Only the frame that would come next can be an interrupted
+			// append; one further on means frames are missing before it.
+			if gap == nil && inc.Seq == sv.lastSeq+1 {
 				tailAt = off
 			}
 		case errors.Is(err, ErrCorrupt):

@@ -512,3 +512,20 @@ func TestSalvageDropsUndecodableBlock(t *testing.T) {
 	eqSkipped(t, "undecodable", rep.Skipped, SkippedRange{Offset: b.Offset, End: fx.end(1), Kind: SkipCorrupt, LostFrom: 2, LostTo: 2})
 	checkOutput(t, fx, rep, []int{0, 2}, false)
 }
+
+// TestSalvageTornFrameAfterMissingOnes: a torn final frame whose sequence
+// skips frames is not an interrupted append of the next frame: the range
+// is damage, and the report is lossy.
+func TestSalvageTornFrameAfterMissingOnes(t *testing.T) {
+	fx := writeSalvageFixture(t, t.TempDir(), WriterOptions{}, 4, 6, 8)
+	// Block 1, then the first 100 bytes of block 3 (sequence 3, not 2).
+	torn := append(append([]byte(nil), fx.data[:fx.end(0)]...), fx.data[fx.blocks[2].Offset:fx.blocks[2].Offset+100]...)
+	rep, err := PlanSalvage(writeFile(t, torn), SalvageOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eqSkipped(t, "torn after missing", rep.Skipped, SkippedRange{Offset: fx.end(0), End: fx.end(0) + 100, Kind: SkipCorrupt, LostFrom: 2})
+	if rep.Lossless() {
+		t.Fatal("reported lossless")
+	}
+}
