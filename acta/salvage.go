@@ -79,10 +79,11 @@ type SkippedRange struct {
 	// Reason is why the first byte of the range did not start a frame that
 	// could be kept, naming the rule and the numbers.
 	Reason string
-	// LostFrom and LostTo are the data-frame sequence numbers known to be
-	// lost in the range (inclusive), from the sequence numbers of the kept
-	// frames around it. LostFrom is 0 when no frame is known lost; LostTo is
-	// 0 when the range runs to the end of the file, so the count is unknown.
+	// LostFrom and LostTo are the data-frame sequence numbers lost in the
+	// range (inclusive), from the sequence numbers of the kept frames around
+	// it. LostFrom is 0 when no frame is known lost. LostTo is 0 when the
+	// range runs to the end of the file: frames from LostFrom on may have
+	// been lost there, and how many (if any) is unknown.
 	LostFrom, LostTo uint64
 }
 

@@ -47,7 +47,7 @@ type salvageResult struct {
 
 // skippedJSON is one byte range [offset, end) not carried over.
 // lost_to_seq is absent when the range runs to the end of the file, where
-// how many frames were lost is unknown.
+// how many frames (if any) were lost is unknown.
 type skippedJSON struct {
 	Offset      int64  `json:"offset"`
 	End         int64  `json:"end"`
@@ -138,7 +138,7 @@ func (r *salvageResult) print(w io.Writer) {
 		case s.LostFromSeq > 0 && s.LostToSeq > 0:
 			lost = fmt.Sprintf("; frames %d-%d lost", s.LostFromSeq, s.LostToSeq)
 		case s.LostFromSeq > 0:
-			lost = fmt.Sprintf("; frames from %d on lost (how many is unknown)", s.LostFromSeq)
+			lost = fmt.Sprintf("; frames from %d on may be lost (how many, if any, is unknown)", s.LostFromSeq)
 		}
 		fmt.Fprintf(w, "skipped:   [%d, %d) %d bytes %s: %s%s\n", s.Offset, s.End, s.Bytes, s.Kind, s.Reason, lost)
 	}
