@@ -210,3 +210,21 @@ func TestFileCommandsContentExitCodes(t *testing.T) {
 		try(fmt.Sprintf("cut at %d", n), data[:n], content)
 	}
 }
+
+// TestLimitRefusalExitsUnsupported: a block declaring more rows than the
+// reader's limit (CRCs intact) is refused by every command with exit 3.
+func TestLimitRefusalExitsUnsupported(t *testing.T) {
+	dir := t.TempDir()
+	_, data, off := dictionaryFile(t, dir)
+	binary.LittleEndian.PutUint32(data[off+48+16:], 1<<25) // row count, above DefaultLimits' 1<<24
+	refreshFrame(data, off)
+	path := filepath.Join(dir, "rows.acta")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, run := range map[string]func([]string) int{"head": runHead, "inspect": runInspect, "validate": runValidate, "recover": runRecover} {
+		if code := quiet(t, func() int { return run([]string{path}) }); code != exitUnsupported {
+			t.Errorf("%s: exit %d, want %d", name, code, exitUnsupported)
+		}
+	}
+}
