@@ -65,11 +65,14 @@ const zstdMaxRatio = 128 << 10 / 4
 // zstdDecoder is shared by every stream (DecodeAll is safe for concurrent
 // use). WithDecodeAllCapLimit makes DecodeAll stop at the destination's
 // capacity, which zstdDecode sets to the declared length: a frame stating a
-// larger content size is refused before anything is allocated, and one
-// that states none fails within a block of the cap. DecodeAll writes into
-// that one buffer and keeps no separate window, so a frame's window size
-// costs no memory and any window is accepted, as libzstd's one-shot
-// decompression (the reference reader's) accepts it.
+// larger content size is refused before anything is allocated. A frame
+// that states none and decodes past the declared length is refused one
+// block later, after the buffer has grown once: such a corrupt stream costs
+// at most about 2.25 times its declared length for a moment
+// (TestZstdOverlongFrameBound), which the budget has already bounded.
+// DecodeAll writes into that one buffer and keeps no separate window, so a
+// frame's window size costs no memory and any window is accepted, as
+// libzstd's one-shot decompression (the reference reader's) accepts it.
 var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderMaxMemory(1<<40),

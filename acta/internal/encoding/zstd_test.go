@@ -201,3 +201,34 @@ func TestZstdLargeWindowCostsNothing(t *testing.T) {
 		t.Fatalf("declared one byte short: %v", err)
 	}
 }
+
+// TestZstdOverlongFrameBound measures what a corrupt stream costs whose
+// frame states no content size and decodes far past the declared length:
+// it is refused, having allocated at most 2.5 times the declared length
+// plus a block (the buffer grows once before the cap check refuses it).
+func TestZstdOverlongFrameBound(t *testing.T) {
+	src := bytes.Repeat([]byte("0123456789abcdef"), 4<<20) // 64 MiB
+	var buf bytes.Buffer
+	w, _ := zstd.NewWriter(&buf, zstd.WithSingleSegment(false))
+	w.Write(src)
+	w.Close()
+	var h zstd.Header
+	if err := h.Decode(buf.Bytes()); err != nil || h.HasFCS {
+		t.Fatalf("test frame states its content size (%v)", err)
+	}
+	for _, declared := range []uint64{1 << 20, 16 << 20} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := zstdDecode(buf.Bytes(), declared, nil)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("declared %d: %v, want ErrCorrupt", declared, err)
+		}
+		grew := after.TotalAlloc - before.TotalAlloc
+		if limit := declared*5/2 + 1<<20; grew > limit {
+			t.Fatalf("declared %d: allocated %d bytes, limit %d", declared, grew, limit)
+		}
+		t.Logf("declared %d: allocated %.2f times that", declared, float64(grew)/float64(declared))
+	}
+}
