@@ -163,7 +163,7 @@ func salvageFile(path, out, schemaFrom string, asJSON bool) int {
 		out = path + ".salvaged"
 	}
 	opts := acta.SalvageOptions{SchemaFrom: schemaFrom}
-	res := &salvageResult{File: path}
+	res := &salvageResult{File: path, Skipped: []skippedJSON{}}
 	plan, err := acta.PlanSalvage(path, opts)
 	res.fill(plan)
 	switch {
@@ -296,7 +296,7 @@ func storeActaFiles(dir string) ([]string, error) {
 // over the old, with the directory synced: a crash at any point leaves the
 // old file or the new one in place, and the original is kept either way.
 func salvageInPlace(path string, opts acta.SalvageOptions) *salvageResult {
-	res := &salvageResult{File: path}
+	res := &salvageResult{File: path, Skipped: []skippedJSON{}}
 	plan, err := acta.PlanSalvage(path, opts)
 	res.fill(plan)
 	switch {
