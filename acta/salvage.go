@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/acta-remote/acta-remote/durable"
 )
 
 // Salvage (spec §13.2): after a corrupt region, search the 8-byte boundaries
@@ -189,7 +191,7 @@ func Salvage(path, out string, opts SalvageOptions) (*SalvageReport, error) {
 		os.Remove(tmp)
 		return rep, fmt.Errorf("acta: salvage %s: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(out)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(out)); err != nil {
 		return rep, fmt.Errorf("acta: salvage %s: sync directory of %s: %w", path, out, err)
 	}
 	rep.Out = out
