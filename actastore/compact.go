@@ -87,6 +87,9 @@ func (s *Store) compactSealed(res *MaintenanceResult) {
 			r, err = compactFile(floats, j.path, opts)
 		}
 		s.rm.PendingCompaction.Set(float64(len(jobs) - i - 1))
+		if err == nil && !r.Skipped {
+			s.readers.invalidate(j.path) // the rename replaced it
+		}
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue

@@ -278,7 +278,9 @@ func rewriteWithout[S any](s *Store, k kind[S], ms *memSeries, path string, mint
 		batches = append(batches, b)
 	}
 	co := s.opts.Compaction
-	if _, err := rotation.Rewrite(path, compactTmpPath(path), k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel}); err != nil {
+	_, err = rotation.Rewrite(path, compactTmpPath(path), k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel})
+	s.readers.invalidate(path)
+	if err != nil {
 		return false, false, err
 	}
 	s.maint.forget(path)

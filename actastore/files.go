@@ -45,12 +45,14 @@ func histFilePath(root string, ref uint64, start int64) string {
 // final frame is ignored (it is not committed). It also returns the
 // smallest and greatest timestamps in the file from the block bounds (ok
 // false for a file without rows).
-func readFile[S any](k kind[S], path string, mint, maxt int64, fn func(run []S) error) (lo, hi int64, ok bool, err error) {
-	r, err := acta.Open(path)
+//
+// rc caches readers across calls; nil opens the file afresh.
+func readFile[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, fn func(run []S) error) (lo, hi int64, ok bool, err error) {
+	r, done, err := rc.open(path)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	defer r.Close()
+	defer done()
 	for _, bi := range r.Blocks() {
 		if bi.Rows == 0 {
 			continue
@@ -167,7 +169,7 @@ func lookupFiles[S any](s *Store, k kind[S], ms *memSeries, need []int64, hits m
 	newest, newestOK := noTime, false
 	for i, f := range spans {
 		path := filePath(s.dir, k, ms.ref, f.start)
-		_, hi, ok, err := readFile(k, path, mint, maxt, func(run []S) error {
+		_, hi, ok, err := readFile(k, s.readers, path, mint, maxt, func(run []S) error {
 			for _, smp := range run {
 				t := k.ts(smp)
 				if h, done := hits[t]; want[t] && !(done && h.found) {
@@ -206,11 +208,11 @@ func lookupFiles[S any](s *Store, k kind[S], ms *memSeries, need []int64, hits m
 // (the later one if a timestamp repeats), reading only the block whose
 // bounds hold it. ok is false for a file without rows.
 func newestInFile[S any](k kind[S], path string) (newest S, ok bool, err error) {
-	_, hi, any, err := readFile(k, path, 0, 0, nil)
+	_, hi, any, err := readFile(k, nil, path, 0, 0, nil)
 	if err != nil || !any {
 		return newest, false, err
 	}
-	_, _, _, err = readFile(k, path, hi, hi, func(run []S) error {
+	_, _, _, err = readFile(k, nil, path, hi, hi, func(run []S) error {
 		newest, ok = run[len(run)-1], true
 		return nil
 	})

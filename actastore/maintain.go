@@ -168,7 +168,7 @@ func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rot
 		// histograms after any restart): the newest file's block bounds
 		// say it.
 		path := filePath(s.dir, k, ms.ref, starts[len(starts)-1])
-		_, hi, ok, err := readFile(k, path, 0, 0, nil)
+		_, hi, ok, err := readFile(k, s.readers, path, 0, 0, nil)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("retention: newest sample of series file", "path", path, "err", err)
 		}
@@ -246,6 +246,7 @@ func (s *Store) removeFile(k interface{ id() kindID }, ms *memSeries, path strin
 		freed = rotation.Allocated(fi)
 	}
 	s.writers.forget(fileKey{ref: ms.ref, kind: k.id()}, path)
+	s.readers.invalidate(path)
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, fmt.Errorf("delete series %016x file %s: %w", ms.ref, path, err)
 	}

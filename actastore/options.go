@@ -57,7 +57,13 @@ type Options struct {
 	// timestamps. Exemplars without a timestamp (0) are exempt.
 	MinTimestamp int64
 
-	MaxOpenFiles    int   // open series file writers kept (LRU); default 256
+	MaxOpenFiles int // open series file writers kept (LRU); default 256
+	// MaxOpenReaders is how many series file readers reads keep open
+	// between queries (LRU; file descriptors); default 1024, negative: none.
+	MaxOpenReaders int
+	// MaxReaderBytes bounds the memory those readers' block indexes hold;
+	// default 64 MiB.
+	MaxReaderBytes int64
 	MaxSeries       int   // 0 means unlimited
 	MaxQuerySeries  int   // per Select; 0 means unlimited
 	MaxQuerySamples int64 // per Select; 0 means unlimited

@@ -331,7 +331,7 @@ func readOnlyFiles[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) 
 	}
 	var runs [][]S
 	for _, f := range SkipSealedBefore(files, mint) {
-		_, _, _, err := readFile(k, f.Path, mint, maxt, func(run []S) error {
+		_, _, _, err := readFile(k, nil, f.Path, mint, maxt, func(run []S) error {
 			runs = append(runs, run)
 			return nil
 		})

@@ -317,7 +317,7 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	inFile := make(map[int64]struct{})
 	for i, start := range tr.files {
 		path := filePath(s.dir, k, ms.ref, start)
-		_, hi, ok, err := readFile(k, path, mint, maxt, func(run []S) error {
+		_, hi, ok, err := readFile(k, nil, path, mint, maxt, func(run []S) error {
 			for _, smp := range run {
 				inFile[k.ts(smp)] = struct{}{}
 			}

@@ -105,7 +105,10 @@ func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start i
 		if err != nil {
 			return err
 		}
-		if err := e.appendBlock(b); err != nil {
+		err = e.appendBlock(b)
+		// Before the samples leave the flushing buffer (readerCache doc).
+		s.readers.invalidate(path)
+		if err != nil {
 			e.broken = true
 			return err
 		}

@@ -151,7 +151,7 @@ func TestRotationCrashKill9(t *testing.T) {
 			ms := s.reg.byRef[refOf(t, s, rotCrashLabels(i))]
 			for _, st := range ms.floats.files {
 				p := seriesFilePath(dir, ms.ref, st)
-				_, _, _, err := readFile(floats, p, math.MinInt64, math.MaxInt64, func(run []Sample) error {
+				_, _, _, err := readFile(floats, nil, p, math.MinInt64, math.MaxInt64, func(run []Sample) error {
 					for _, smp := range run {
 						ts := smp.T
 						if math.Float64bits(smp.V) != math.Float64bits(rotCrashValue(i, ts)) {

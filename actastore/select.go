@@ -125,7 +125,7 @@ func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) ([]S
 	var runs [][]S
 	for _, f := range files {
 		path := filePath(s.dir, k, ms.ref, f.start)
-		lo, _, ok, err := readFile(k, path, mint, maxt, func(run []S) error {
+		lo, _, ok, err := readFile(k, s.readers, path, mint, maxt, func(run []S) error {
 			runs = append(runs, run)
 			return nil
 		})

@@ -36,7 +36,7 @@ func TestReadFileRanges(t *testing.T) {
 	f := func(mint, maxt int64, want ...[]Sample) {
 		t.Helper()
 		var got [][]Sample
-		lo, hi, ok, err := readFile(floats, path, mint, maxt, func(run []Sample) error {
+		lo, hi, ok, err := readFile(floats, nil, path, mint, maxt, func(run []Sample) error {
 			got = append(got, slices.Clone(run))
 			return nil
 		})

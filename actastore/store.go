@@ -45,6 +45,7 @@ type Store struct {
 	hd      *headState
 	md      *metaStore
 	writers *writerCache
+	readers *readerCache
 	maint   *maintainer
 
 	replayedSamples int         // at Open, for the metric
@@ -89,6 +90,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxOpenFiles <= 0 {
 		o.MaxOpenFiles = 256
+	}
+	if o.MaxOpenReaders == 0 {
+		o.MaxOpenReaders = 1024
+	}
+	if o.MaxReaderBytes == 0 {
+		o.MaxReaderBytes = 64 << 20
 	}
 	if o.ZstdLevel == 0 {
 		o.ZstdLevel = 3
@@ -140,6 +147,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		}
 	}
 	s.writers = newWriterCache(dir, opts.MaxOpenFiles, opts.Logger)
+	s.readers = newReaderCache(opts.MaxOpenReaders, opts.MaxReaderBytes)
 	if s.lock, err = lockDir(filepath.Join(dir, lockFileName)); err != nil {
 		return nil, err
 	}
@@ -285,6 +293,7 @@ func (s *Store) Close() error {
 		if err := s.writers.closeAll(); err != nil {
 			errs = append(errs, err)
 		}
+		s.readers.closeAll()
 		if err := s.writers.syncDirty(); err != nil {
 			errs = append(errs, err)
 		}
@@ -359,6 +368,7 @@ func (s *Store) abandon() {
 		s.writers.ll.Init()
 		clear(s.writers.m)
 		s.writers.mu.Unlock()
+		s.readers.closeAll()
 		s.wal.Close()
 		s.cat.close()
 		s.lock.Close()

@@ -113,7 +113,7 @@ func (s *Store) renameLegacyHistFile(dir, name string) (ref uint64, start int64,
 	if perr != nil {
 		return 0, 0, false, nil
 	}
-	lo, _, any, err := readFile(histograms, filepath.Join(dir, name), 0, 0, nil)
+	lo, _, any, err := readFile(histograms, nil, filepath.Join(dir, name), 0, 0, nil)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("histogram file %s: %w", name, err)
 	}

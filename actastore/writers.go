@@ -48,6 +48,9 @@ type writerEntry struct {
 	// broken: an append failed, so the writer may be poisoned; it is closed
 	// on release and the file reopened (its tail repaired) next time.
 	broken bool
+	// orphan: out of the cache while syncDirty held it (the series rotated
+	// to a new file); closed by the last user. Guarded by writerCache.mu.
+	orphan bool
 }
 
 func newWriterCache(root string, max int, log *slog.Logger) *writerCache {
@@ -68,9 +71,14 @@ func (c *writerCache) acquire(key fileKey, path string, create bool, schema *act
 			e.mu.Lock()
 			return e, nil
 		}
-		// The series moved on to another file (rotation): close the old one.
+		// The series moved on to another file (rotation): close the old
+		// one, or, when syncDirty holds it right now, let it close it.
 		if e.inUse == 0 {
 			c.removeLocked(el)
+		} else {
+			c.ll.Remove(el)
+			delete(c.m, key)
+			e.orphan = true
 		}
 	}
 	evictErr := c.evictLocked(c.max - 1)
@@ -123,6 +131,7 @@ func (c *writerCache) release(e *writerEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.inUse--
+	c.closeOrphanLocked(e)
 	if broken && e.inUse == 0 {
 		if el, ok := c.m[e.key]; ok && el.Value == e {
 			c.ll.Remove(el)
@@ -137,6 +146,21 @@ func (c *writerCache) release(e *writerEntry) {
 		if err := c.evictLocked(c.max); err != nil && c.log != nil {
 			c.log.Error("close series file writer", "err", err)
 		}
+	}
+}
+
+// closeOrphanLocked closes an orphaned entry once nobody uses it; its
+// blocks were handed to the OS, and a dirty one is synced with the rest.
+func (c *writerCache) closeOrphanLocked(e *writerEntry) {
+	if !e.orphan || e.inUse > 0 {
+		return
+	}
+	e.orphan = false
+	if e.dirty {
+		c.unsynced[e.path] = struct{}{}
+	}
+	if err := e.w.Close(); err != nil && c.log != nil {
+		c.log.Error("close series file writer", "path", e.path, "err", err)
 	}
 }
 
@@ -189,6 +213,7 @@ func (c *writerCache) syncDirty() error {
 		c.mu.Lock()
 		for _, e := range es {
 			e.inUse--
+			c.closeOrphanLocked(e)
 		}
 		c.mu.Unlock()
 	}()
