@@ -67,7 +67,7 @@ func FuzzHandler(f *testing.F) {
 	cfg.MaxBodyBytes = 1 << 20
 	cfg.MaxDecompressedBytes = 4 << 20
 	app := &lastBatch{}
-	rcv, err := New(cfg, app, discardLogger)
+	rcv, err := New(cfg, app, discardLogger, nil)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 func startGRPC(t *testing.T, cfg Config, app actastore.Appender) pmetricotlp.GRPCClient {
 	t.Helper()
 	cfg.GRPC.ListenAddress = "127.0.0.1:0"
-	rcv, err := New(cfg, app, slog.New(slog.DiscardHandler))
+	rcv, err := New(cfg, app, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +42,9 @@ func startGRPC(t *testing.T, cfg Config, app actastore.Appender) pmetricotlp.GRP
 		srv.Stop(ctx)
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
+		}
+		if err := rcv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
 		}
 	})
 	conn, err := grpc.NewClient(srv.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -133,7 +136,7 @@ func TestGRPCMessageOverCap(t *testing.T) {
 func TestGRPCDisabled(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GRPC.Enabled = false
-	rcv, err := New(cfg, &recorder{}, nil)
+	rcv, err := New(cfg, &recorder{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

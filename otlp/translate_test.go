@@ -377,7 +377,7 @@ func TestTranslateRejections(t *testing.T) {
 	joined := strings.Join(got.Reasons, "\n")
 	for _, want := range []string{
 		`metric "eh": exponential histogram scale -5 below the smallest native schema -4`,
-		`metric "d": delta temporality is not supported`,
+		`metric "d": delta temporality refused: otlp.delta_temporality is "reject" (set convert or native, or send cumulative)`,
 		`metric "u": invalid temporality Unspecified`,
 		`metric "bad.attr": label name is empty`,
 	} {
@@ -394,7 +394,7 @@ func TestTranslateRejections(t *testing.T) {
 func TestTranslateTargetInfoCapped(t *testing.T) {
 	md := pmetric.NewMetrics()
 	sm := newResource(md, svc)
-	addGauge(sm, "old", "", 0, 1, nil) // timestamp unset
+	addGauge(sm, "old", "", 1e6, 1, nil) // 1 ms after the epoch
 	addGauge(sm, "now", "", t0ns, 1, nil)
 	got := NewTranslator(DefaultConfig()).Translate(md)
 	var ti []actastore.Sample
@@ -425,4 +425,50 @@ func TestTranslateHugeAttributeValue(t *testing.T) {
 	if len(got.Series) != 1 || got.Series[0].Labels.Get("blob") != big {
 		t.Fatalf("huge attribute not carried through verbatim")
 	}
+}
+
+// TestTranslateRefusesTimestampsAtTheEpoch: a data point stored at or
+// before 1970-01-01T00:00:00Z in milliseconds (time_unix_nano 0, below a
+// millisecond, or 2^63 and above, negative as int64) is refused with a
+// reason, of every kind; the valid points beside it are kept and
+// target_info spans only them.
+func TestTranslateRefusesTimestampsAtTheEpoch(t *testing.T) {
+	md := pmetric.NewMetrics()
+	sm := newResource(md, svc)
+	addGauge(sm, "g", "", 0, 1, nil)
+	addGauge(sm, "g", "", t0ns, 2, nil)
+	addSum(sm, "s", "", true, pmetric.AggregationTemporalityCumulative, 999_999, 1, nil)
+	addHistogram(sm, "h", "", 1<<63, []float64{1}, []uint64{1, 0}, nil, nil)
+	addSummary(sm, "q", "", math.MaxUint64, 1, 1, nil)
+	addExpHistogram(sm, "e", pmetric.AggregationTemporalityCumulative, 0)
+	addGauge(sm, "first_ms", "", 1_000_000, 3, nil)
+
+	got := NewTranslator(DefaultConfig()).Translate(md)
+	if got.DataPoints != 7 || got.Rejected != 5 {
+		t.Fatalf("DataPoints=%d Rejected=%d, want 7 and 5; reasons %q", got.DataPoints, got.Rejected, got.Reasons)
+	}
+	diffLines(t, "reasons", got.Reasons, []string{
+		`metric "g": data point refused: time_unix_nano is 0 (not set)`,
+		`metric "s": data point refused: time_unix_nano 999999 is within the first millisecond of 1970`,
+		`metric "h": data point refused: time_unix_nano 9223372036854775808 is after year 2262 (negative as a signed 64-bit number)`,
+		`metric "q": data point refused: time_unix_nano 18446744073709551615 is after year 2262 (negative as a signed 64-bit number)`,
+		`metric "e": data point refused: time_unix_nano is 0 (not set)`,
+	})
+	if len(got.Extras) != 0 || len(got.Metadata) != 3 { // g, first_ms, target_info
+		t.Errorf("extras %d, metadata %v", len(got.Extras), formatMetadata(got.Metadata))
+	}
+	want := []string{
+		`{__name__="g", instance="pod-1", job="shop/checkout"} 1700000000123 2`,
+		`{__name__="first_ms", instance="pod-1", job="shop/checkout"} 1 3`,
+	}
+	// target_info from 1 ms to t0: the newest maxTargetInfoSamples grid
+	// points, then t0.
+	step := targetInfoInterval.Milliseconds()
+	span := int64(t0ms - 1)
+	first := 1 + (span/step-maxTargetInfoSamples+1)*step
+	for i := range int64(maxTargetInfoSamples) {
+		want = append(want, targetInfo(first+i*step))
+	}
+	want = append(want, targetInfo(t0ms))
+	diffLines(t, "kept", formatSeries(got.Series), want)
 }
