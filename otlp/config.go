@@ -97,7 +97,9 @@ const (
 type DeltaConversionConfig struct {
 	// MaxStreams is how many streams are tracked at once; a data point of
 	// a new stream beyond it is rejected until stale streams are dropped.
-	// Default 100000 (see DefaultConfig for the memory this bounds).
+	// Default 100000: about 70 to 110 MB of state (measured 690 B for a
+	// counter stream, 1.1 KiB for an exponential histogram with 40 buckets:
+	// BenchmarkDeltaStreamMemory).
 	MaxStreams int `yaml:"max_streams"`
 	// MaxStale drops a stream that got no data point for this long (checked
 	// once a minute); its next delta starts a new sum. Default 5m, as the

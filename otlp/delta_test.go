@@ -21,8 +21,9 @@ import (
 // deltaRequests are three requests of one client: delta counters (two
 // streams), a delta up-down counter, a delta histogram and a delta
 // exponential histogram, with exemplars; the second request carries a
-// point out of order, the third one a start before its stream's and a
-// histogram with new bounds (which restarts its sum) and a scale change.
+// point out of order, the third one a start before its stream's, a point
+// without a recorded value and a histogram with new bounds (which
+// restarts its sum).
 func deltaRequests() []pmetric.Metrics {
 	req := func(end uint64, f func(sm pmetric.ScopeMetrics)) pmetric.Metrics {
 		md := pmetric.NewMetrics()
@@ -63,6 +64,11 @@ func deltaRequests() []pmetric.Metrics {
 			c := addDeltaMetric(sm, "http.requests", "{request}", pmetric.MetricTypeSum, true)
 			deltaSumPoint(c, dStart-1e9, dT3, 4, map[string]any{"code": "200"}) // starts before the stream
 			deltaSumPoint(c, dT1, dT3, 6, map[string]any{"code": "500"})
+			// No recorded value: the processor adds it up like any other
+			// and carries the stream's flags, so no stale marker is left
+			// (as in Prometheus).
+			u := addDeltaMetric(sm, "queue.depth", "", pmetric.MetricTypeSum, false)
+			deltaSumPoint(u, dT2, dT3, 0, nil).SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
 			h := addDeltaMetric(sm, "latency", "s", pmetric.MetricTypeHistogram, false)
 			deltaHistPoint(h, dT2, dT3, []float64{0.5}, []uint64{2, 1}, 2)
 		}),
@@ -117,6 +123,7 @@ func TestDeltaConvertMatchesPrometheus(t *testing.T) {
 		},
 		{
 			`{__name__="http_requests_total", code="500", ` + job + `} 1700000020123 7`,
+			`{__name__="queue_depth", ` + job + `} 1700000020123 3`,
 		},
 	}
 	wantRejected := []int{0, 1, 1}
