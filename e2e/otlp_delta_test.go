@@ -242,6 +242,18 @@ func runDeltaExports(t *testing.T, recv []*deltaReceiver, convert bool) {
 	for _, e := range exporters {
 		_ = e.Shutdown(ctx)
 	}
+	if convert {
+		// The processor's telemetry on acta-remote's /metrics, counted since
+		// the restart: exports 3 and 4 held 11 delta points (requests GET and
+		// POST, then GET; sent, depth, duration and size once each) of 6
+		// streams.
+		checkMetrics(ctx, t, "http://"+recv[0].addr, map[string]string{
+			"otelcol_deltatocumulative_datapoints_total":          "11",
+			"otelcol_deltatocumulative_streams_tracked":           "6",
+			"otelcol_deltatocumulative_streams_limit":             "100000",
+			"otelcol_deltatocumulative_streams_max_stale_seconds": "300",
+		})
+	}
 
 	match := prompb.LabelMatcher{Type: prompb.LabelMatcher_EQ, Name: "job", Value: job}
 	got, err := remoteReadSamples(ctx, "http://"+recv[0].addr, first-60_000, last+60_000, match)
@@ -355,4 +367,28 @@ func checkTimestampZero(t *testing.T, recv []*deltaReceiver) {
 		t.Errorf("acta-remote stored %d samples at 0 and %d now, want 0 and 1", n, m)
 	}
 	t.Logf("time_unix_nano 0: Prometheus %d out of bounds, acta-remote refused the point alone (%q)", http.StatusBadRequest, resp.GetPartialSuccess().GetErrorMessage())
+}
+
+// checkMetrics fetches base's /metrics and checks the value of each
+// unlabelled sample named in want.
+func checkMetrics(ctx context.Context, t *testing.T, base string, want map[string]string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	got := map[string]string{}
+	for _, l := range strings.Split(string(body), "\n") {
+		if name, v, ok := strings.Cut(l, " "); ok && !strings.HasPrefix(l, "#") {
+			got[name] = v
+		}
+	}
+	for name, v := range want {
+		if got[name] != v {
+			t.Errorf("/metrics: %s = %q, want %s", name, got[name], v)
+		}
+	}
 }
