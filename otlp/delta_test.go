@@ -5,8 +5,10 @@ package otlp
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -383,6 +385,44 @@ func TestDeltaNativeStoredAsSent(t *testing.T) {
 					t.Errorf("%s: reset hint %d, want GaugeType", s.Labels, h.H.CounterResetHint)
 				}
 			}
+		}
+	}
+}
+
+// TestDeltaConvertConcurrent: requests converting at once, each client
+// with its own stream, add up exactly (run with -race too): the last
+// stored value of every stream is the count of its deltas.
+func TestDeltaConvertConcurrent(t *testing.T) {
+	rec := &recorder{}
+	cfg := DefaultConfig()
+	cfg.DeltaTemporality = DeltaConvert
+	url := startHTTP(t, cfg, rec)
+	const clients, deltas = 8, 25
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for i := range deltas {
+				md := pmetric.NewMetrics()
+				m := addDeltaMetric(newResource(md, svc), "c", "", pmetric.MetricTypeSum, true)
+				deltaSumPoint(m, dStart+uint64(i)*1e9, dStart+uint64(i+1)*1e9, 1, map[string]any{"client": fmt.Sprint(c)})
+				a := post(t, url+"/v1/metrics", contentTypeProtobuf, "", bytes.NewReader(protoBody(t, md)))
+				if a.status != http.StatusOK {
+					t.Errorf("client %d delta %d: %d %q", c, i, a.status, a.body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	last := map[string]float64{}
+	for _, s := range rec.series() {
+		if s.Labels.Get("__name__") == "c_total" {
+			last[s.Labels.Get("client")] = s.Samples[len(s.Samples)-1].V
+		}
+	}
+	for c := range clients {
+		if v := last[fmt.Sprint(c)]; v != deltas {
+			t.Errorf("client %d: last sum %v, want %d", c, v, deltas)
 		}
 	}
 }
