@@ -158,8 +158,8 @@ func (t *Translator) convertDeltas(md pmetric.Metrics) {
 		}
 	})
 	for _, d := range order {
-		// A metric left without data points is removed whole (!d.seen):
-		// all its points were dropped.
+		// A metric left without data points was removed whole, and never
+		// seen above: all its points count as dropped.
 		if d.points > 0 {
 			t.out.DataPoints += d.points
 			t.reject(d.points, "metric %q: delta data points dropped by the conversion to cumulative: "+

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/admission"
