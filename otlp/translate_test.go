@@ -7,6 +7,7 @@
 package otlp
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -471,4 +472,59 @@ func TestTranslateRefusesTimestampsAtTheEpoch(t *testing.T) {
 	}
 	want = append(want, targetInfo(t0ms))
 	diffLines(t, "kept", formatSeries(got.Series), want)
+}
+
+// TestTranslateExemplarEdgeCases holds the exemplar rules on bad and odd
+// input, written out by hand: no time (the point's), a time after the
+// point's and far in the future (kept: the store bounds the future), a
+// negative time (dropped with a note, no rejected point), no value (the
+// point rejected), an attribute named trace_id beside a trace ID (the ID
+// wins), an empty value (left out), labels over 128 characters (IDs
+// only), a gauge's exemplar (dropped, as Prometheus drops it).
+func TestTranslateExemplarEdgeCases(t *testing.T) {
+	md := pmetric.NewMetrics()
+	sm := newResource(md, svc)
+	m := addDeltaMetric(sm, "c", "", pmetric.MetricTypeSum, true)
+	m.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := deltaSumPoint(m, dStart, dT1, 1, nil)
+	es := dp.Exemplars()
+	addExemplar(es, 0, 1, 0x01)               // no time
+	addExemplar(es, dT1+5e9, 2, 0x02)         // after the point
+	addExemplar(es, dT1+400*86400e9, 3, 0x03) // 400 days ahead
+	addExemplar(es, 1<<63, 4, 0x04)           // negative in ms
+	ex := es.AppendEmpty()                    // attributes only
+	ex.SetTimestamp(pcommon.Timestamp(dT1))
+	ex.SetIntValue(5)
+	ex.FilteredAttributes().PutStr("user", "u1")
+	ex.FilteredAttributes().PutStr("empty", "")
+	ex = es.AppendEmpty() // trace_id attribute beside a trace ID; too long together
+	ex.SetTimestamp(pcommon.Timestamp(dT1 - 1e6))
+	ex.SetDoubleValue(6)
+	ex.SetTraceID(pcommon.TraceID{0x06})
+	ex.FilteredAttributes().PutStr("trace_id", "shadowed")
+	ex.FilteredAttributes().PutStr("blob", strings.Repeat("b", 85)) // 40 + 89 = 129 characters
+	bad := deltaSumPoint(m, dStart, dT1, 2, map[string]any{"k": "no-value"})
+	bad.Exemplars().AppendEmpty().SetTimestamp(pcommon.Timestamp(dT1))
+	g := addGauge(sm, "g", "", dT1, 1, nil)
+	addExemplar(g.Exemplars(), dT1, 1, 0x07)
+
+	got := NewTranslator(DefaultConfig()).Translate(md)
+	if got.Rejected != 1 || got.DataPoints != 3 || got.Exemplars != 5 {
+		t.Fatalf("rejected %d of %d, %d exemplars; reasons %q", got.Rejected, got.DataPoints, got.Exemplars, got.Reasons)
+	}
+	diffLines(t, "reasons", got.Reasons, []string{
+		`metric "c": exemplar dropped: time_unix_nano 9223372036854775808 is after year 2262`,
+		`metric "c": exemplar 0 has no value (type Empty)`,
+	})
+	s := `{__name__="c_total", instance="pod-1", job="shop/checkout"}`
+	id := func(n byte) string {
+		return fmt.Sprintf(`span_id="%02x01020304050607", trace_id="%02x0102030405060708090a0b0c0d0e0f"`, n, n)
+	}
+	diffLines(t, "exemplars", formatExemplars(got.Extras), []string{
+		s + ` 1700000000122 6(4018000000000000) {trace_id="06000000000000000000000000000000"}`,
+		s + ` 1700000000123 1(3ff0000000000000) {` + id(1) + `}`,
+		s + ` 1700000000123 5(4014000000000000) {user="u1"}`,
+		s + ` 1700000005123 2(4000000000000000) {` + id(2) + `}`,
+		s + ` 1734560000123 3(4008000000000000) {` + id(3) + `}`,
+	})
 }
