@@ -108,6 +108,8 @@ func TestLoadBad(t *testing.T) {
 	f("bad_head_samples.yaml", "storage.max_head_samples:", "got -5")
 	f("bad_otlp.yaml", "otlp.translation_strategy:", "unknown strategy")
 	f("bad_otlp_unknown.yaml", "otlp.grpc.listen_adress: unknown key", "unknown key")
+	f("bad_otlp_removed_delta.yaml", "otlp.convert_delta_to_cumulative: removed; use otlp.delta_temporality", "convert_delta_to_cumulative: true is delta_temporality: convert; false is reject, the default) (line 3)")
+	f("bad_otlp_delta.yaml", "otlp.delta_conversion.max_streams:", "must be at least 1, got 0")
 	f("bad_auth_basic.yaml", "auth.basic:", `username and password_file must be set together, got username "prometheus" and password_file ""`)
 	f("bad_tls_half.yaml", "tls:", "cert_file and key_file must be set together")
 	f("bad_tls_client_ca.yaml", "tls.client_ca_file:", "needs tls.cert_file and tls.key_file")

@@ -80,7 +80,10 @@ func lm(t prompb.LabelMatcher_Type, name, value string) *prompb.LabelMatcher {
 	return &prompb.LabelMatcher{Type: t, Name: name, Value: value}
 }
 
-func otlpGauge(name string, delta bool) []byte {
+func otlpGauge(name string, delta bool) []byte { return otlpPoint(name, delta, 1_000_000_000) }
+
+// otlpPoint is one gauge (or delta sum) data point at ts ns.
+func otlpPoint(name string, delta bool, ts uint64) []byte {
 	md := pmetric.NewMetrics()
 	m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
 	m.SetName(name)
@@ -92,7 +95,7 @@ func otlpGauge(name string, delta bool) []byte {
 	} else {
 		dp = m.SetEmptyGauge().DataPoints().AppendEmpty()
 	}
-	dp.SetTimestamp(pcommon.Timestamp(1_000_000_000))
+	dp.SetTimestamp(pcommon.Timestamp(ts))
 	dp.SetDoubleValue(1)
 	b, _ := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
 	return b
@@ -218,7 +221,8 @@ func badCases() []badCase {
 		o("corrupt gzip", withEnc("gzip"), []byte("not gzip at all"), 400, "gzip"),
 		o("malformed protobuf", pb, []byte{0x0a, 0x30, 0x0a}, 400, "cannot decode"),
 		o("malformed JSON", map[string]string{"Content-Type": "application/json"}, []byte(`{"resourceMetrics": [`), 400, "cannot decode"),
-		o("delta temporality sum (rejected in partial_success)", pb, otlpGauge("bad_delta", true), 200, "delta temporality is not supported"),
+		o("delta temporality sum (rejected in partial_success)", pb, otlpGauge("bad_delta", true), 200, `delta temporality refused: otlp.delta_temporality is "reject"`),
+		o("data point at time_unix_nano 0 (rejected in partial_success)", pb, otlpPoint("bad_ts0", false, 0), 200, "time_unix_nano is 0 (not set)"),
 
 		{endpoint: "any", what: "no credentials (auth on)", path: "/api/v1/write", header: h1, body: rw1(tsOf("__name__", "bad_auth")), code: 401, says: "missing or invalid credentials", auth: true},
 		{endpoint: "any", what: "wrong bearer token (auth on)", path: "/api/v1/read", header: map[string]string{"Authorization": "Bearer nope"}, body: rr(nil), code: 401, says: "missing or invalid credentials", auth: true},
@@ -250,7 +254,7 @@ func TestBadInputsTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log)
+	rcv, err := otlp.New(cfg.OTLP, store, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

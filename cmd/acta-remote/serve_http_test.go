@@ -23,7 +23,7 @@ func TestRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log)
+	rcv, err := otlp.New(cfg.OTLP, store, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
