@@ -20,6 +20,7 @@ type metrics struct {
 	flushedSamples  prometheus.Counter
 	flushErrors     prometheus.Counter
 	sizeFlushes     prometheus.Counter
+	flushedBytes    prometheus.Counter
 	appended        prometheus.Counter
 	histAppended    prometheus.Counter
 	headBytes       prometheus.GaugeFunc
@@ -66,6 +67,9 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_flush_errors_total", Help: "Failed series flushes (retried later; the WAL keeps the data).",
 		}),
+		flushedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_flushed_bytes_total", Help: "Bytes flushes appended to series files (write amplification: this plus acta_rotation_compaction_written_bytes_total, over what the files hold).",
+		}),
 		sizeFlushes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_head_size_flushes_total", Help: "Series flushed because the whole head outgrew an eighth of storage.max_head_bytes (largest heads first).",
 		}),
@@ -96,7 +100,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.walFsync, m.walBytes, m.headSeries, m.headSamples, m.series,
-			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.sizeFlushes, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
+			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.sizeFlushes, m.flushedBytes, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
 			m.rejected, m.walTruncations, m.replayedSamples} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register store metrics: %w", err)

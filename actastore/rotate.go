@@ -105,7 +105,9 @@ func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start i
 		if err != nil {
 			return err
 		}
+		size := e.w.Size()
 		err = e.appendBlock(b)
+		s.m.flushedBytes.Add(float64(e.w.Size() - size))
 		// Before the samples leave the flushing buffer (readerCache doc).
 		s.readers.invalidate(path)
 		if err != nil {

@@ -127,75 +127,93 @@ func (vt valueType) schema() (*acta.Schema, error) {
 }
 
 // sealedFloatBatches turns sorted samples into the blocks of a sealed file
-// (at most rows rows each), all of one schema: the value layout chosen
-// from every value of the file.
+// (at most rows rows each, cut at outliers: blocksplit.go), all of one
+// schema: the value layout chosen from every value of the file.
 func sealedFloatBatches(ss []Sample, rows int) ([]*acta.Batch, error) {
-	vs := make([]float64, len(ss))
+	n := len(ss)
+	vs := make([]float64, n)
+	ts := make([]int64, n)
 	for i, s := range ss {
-		vs[i] = s.V
+		vs[i], ts[i] = s.V, s.T
 	}
 	vt := chooseValueType(vs)
 	schema, err := vt.schema()
 	if err != nil {
 		return nil, fmt.Errorf("BUG: sealed schema %s: %w", vt.typ, err)
 	}
-	var p float64
-	if vt.typ.ID == acta.TypeDecimal64 {
-		p = math.Pow10(int(vt.typ.Scale))
-	}
-	var out []*acta.Batch
-	for lo := 0; lo < len(ss); lo += rows {
-		part := ss[lo:min(lo+rows, len(ss))]
-		n := len(part)
-		ts := make([]int64, n)
-		for i, s := range part {
-			ts[i] = s.T
+	// Integer values (dense: exception rows have none) and their rows.
+	var units []int64
+	var unitRows []int
+	if vt.typ.ID != acta.TypeFloat64 {
+		var p float64
+		if vt.typ.ID == acta.TypeDecimal64 {
+			p = math.Pow10(int(vt.typ.Scale))
 		}
-		b := &acta.Batch{Schema: schema, Rows: n}
-		b.Columns = append(b.Columns, &acta.FixedArray[int64]{Values: ts})
-		if vt.typ.ID == acta.TypeFloat64 {
-			fv := make([]float64, n)
-			for i, s := range part {
-				fv[i] = s.V
+		units = make([]int64, 0, n)
+		unitRows = make([]int, 0, n)
+		for i, v := range vs {
+			if special(v) {
+				if !vt.exc {
+					return nil, fmt.Errorf("BUG: exception value %#x in a %s file without exceptions", math.Float64bits(v), vt.typ)
+				}
+				continue
 			}
-			b.Columns = append(b.Columns, &acta.FixedArray[float64]{Values: fv})
+			u, ok := asInt64(v)
+			if p != 0 {
+				u, ok = asDecimal(v, p)
+			}
+			if !ok {
+				return nil, fmt.Errorf("BUG: value %v (bits %#x) does not fit %s", v, math.Float64bits(v), vt.typ)
+			}
+			units = append(units, u)
+			unitRows = append(unitRows, i)
+		}
+	}
+	allRows := make([]int, n)
+	for i := range allRows {
+		allRows[i] = i
+	}
+	cuts := outlierCuts(ts, allRows, 2)
+	if units != nil {
+		cuts = append(cuts, outlierCuts(units, unitRows, 1)...)
+	}
+	bounds := append(blockBounds(n, rows, cuts), n)
+	var out []*acta.Batch
+	lo, ui := 0, 0
+	for _, hi := range bounds {
+		m := hi - lo
+		b := &acta.Batch{Schema: schema, Rows: m}
+		b.Columns = append(b.Columns, &acta.FixedArray[int64]{Values: ts[lo:hi]})
+		if units == nil {
+			b.Columns = append(b.Columns, &acta.FixedArray[float64]{Values: vs[lo:hi]})
 			out = append(out, b)
+			lo = hi
 			continue
 		}
-		iv := &acta.FixedArray[int64]{Values: make([]int64, n)}
+		iv := &acta.FixedArray[int64]{Values: make([]int64, m)}
 		var ev *acta.FixedArray[float64]
 		if vt.exc {
-			iv.Valid = acta.NewBitmap(n)
-			ev = &acta.FixedArray[float64]{Values: make([]float64, n), Valid: acta.NewBitmap(n)}
+			iv.Valid = acta.NewBitmap(m)
+			ev = &acta.FixedArray[float64]{Values: make([]float64, m), Valid: acta.NewBitmap(m)}
 		}
-		for i, s := range part {
-			var u int64
-			ok := false
-			if !special(s.V) {
-				if p == 0 {
-					u, ok = asInt64(s.V)
-				} else {
-					u, ok = asDecimal(s.V, p)
-				}
-			}
-			switch {
-			case ok:
-				iv.Values[i] = u
+		for i := lo; i < hi; i++ {
+			if ui < len(unitRows) && unitRows[ui] == i {
+				iv.Values[i-lo] = units[ui]
 				if vt.exc {
-					iv.Valid.Set(i, true)
+					iv.Valid.Set(i-lo, true)
 				}
-			case vt.exc && special(s.V):
-				ev.Values[i] = s.V
-				ev.Valid.Set(i, true)
-			default:
-				return nil, fmt.Errorf("BUG: value %v (bits %#x) does not fit %s", s.V, math.Float64bits(s.V), vt.typ)
+				ui++
+				continue
 			}
+			ev.Values[i-lo] = vs[i]
+			ev.Valid.Set(i-lo, true)
 		}
 		b.Columns = append(b.Columns, iv)
 		if vt.exc {
 			b.Columns = append(b.Columns, ev)
 		}
 		out = append(out, b)
+		lo = hi
 	}
 	return out, nil
 }

@@ -16,7 +16,13 @@ import (
 // compaction does, and returns its schema.
 func writeSealedT(t testing.TB, path string, ss []Sample) *acta.Schema {
 	t.Helper()
-	bs, err := sealedFloatBatches(ss, 1000)
+	return writeSealedRowsT(t, path, ss, 65536)
+}
+
+// writeSealedRowsT is writeSealedT with blocks of at most rows rows.
+func writeSealedRowsT(t testing.TB, path string, ss []Sample, rows int) *acta.Schema {
+	t.Helper()
+	bs, err := sealedFloatBatches(ss, rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +160,7 @@ func TestSealedValueTypesProperty(t *testing.T) {
 	for i := range 300 {
 		ss := samplesOf(randomShape(r, 1+r.IntN(300))...)
 		p := filepath.Join(dir, strconv.Itoa(i)+".acta")
-		schema := writeSealedT(t, p, ss)
+		schema := writeSealedRowsT(t, p, ss, 1+r.IntN(400)) // one block or several
 		types[schema.Columns[1].Type.String()]++
 		if got := readBackT(t, p); !equalBits(got, ss) {
 			t.Fatalf("file %d (%s): values differ", i, schema.Columns[1].Type)
