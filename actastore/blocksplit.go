@@ -89,7 +89,13 @@ func blockBounds(n, maxRows int, cuts []int) []int {
 		}
 	}
 	for n-last > maxRows {
-		last += maxRows
+		// No block after a cut smaller than a cut block: a file's blocks
+		// are then all at least minCutBlock rows (compactBlocks).
+		step := maxRows
+		if rem := n - last - maxRows; rem < minCutBlock && maxRows >= 2*minCutBlock {
+			step = n - last - minCutBlock // > maxRows-minCutBlock > 0
+		}
+		last += step
 		out = append(out, last)
 	}
 	return out

@@ -24,6 +24,9 @@ func TestBlockBounds(t *testing.T) {
 	f(6000, 65536, []int{100, 5900}, nil)                // too close to either end
 	f(6000, 65536, []int{4000, 2000}, []int{2000, 4000}) // in any order
 	f(200000, 65536, []int{70000}, []int{65536, 70000, 135536})
+	f(65636, 65536, nil, []int{65124})                                           // no last block under a cut block's rows
+	f(1000, 300, nil, []int{300, 600, 900})                                      // blocks smaller than a cut block
+	f(1000, 100, []int{500}, []int{100, 200, 300, 400, 500, 600, 700, 800, 900}) // cuts then never fit
 }
 
 // jittered 15 s scrapes, with a gap of gapAt missed scrapes at row gapRow.

@@ -48,12 +48,13 @@ func (m *maintainer) forget(path string) {
 	m.cmu.Unlock()
 }
 
-// compactJob is one sealed file to compact.
+// compactJob is one sealed file to compact, or an idle newest one.
 type compactJob struct {
-	kind  kindID
-	ms    *memSeries
-	start int64
-	path  string
+	kind   kindID
+	ms     *memSeries
+	start  int64
+	path   string
+	newest bool
 }
 
 // compactSealed rewrites every sealed file not known compact, one at a
@@ -79,9 +80,9 @@ func (s *Store) compactSealed(res *MaintenanceResult) {
 		var err error
 		switch j.kind {
 		case kindHistogram:
-			r, err = rewriteSealed(s, histograms, j.ms, []int64{j.start}, opts)
+			r, err = rewriteSealed(s, histograms, j.ms, []int64{j.start}, j.newest, opts)
 		default:
-			r, err = rewriteSealed(s, floats, j.ms, []int64{j.start}, opts)
+			r, err = rewriteSealed(s, floats, j.ms, []int64{j.start}, j.newest, opts)
 		}
 		s.rm.PendingCompaction.Set(float64(len(jobs) - i - 1))
 		switch {
@@ -125,6 +126,19 @@ func appendCompactJobs[S any](s *Store, k kind[S], ms *memSeries, jobs []compact
 		path := filePath(s.dir, k, ms.ref, st)
 		if !s.maint.done(path) {
 			jobs = append(jobs, compactJob{kind: k.id(), ms: ms, start: st, path: path})
+		}
+	}
+	// The newest file once its series went idle (nothing buffered, its
+	// newest sample older than twice the head age): a series that
+	// stopped, or what a replay of history left,
+	// would otherwise keep its flushed blocks — float64, small, maybe
+	// uncompressed — until a next file seals it, which may be never.
+	// Live series keep appending, and are compacted when sealed.
+	idleFor := 2 * s.opts.MaxHeadAge.Milliseconds()
+	if n := len(tr.files); n > 0 && !tr.busy() && tr.fileMaxKnown && tr.fileMaxT != noTime && s.now().UnixMilli()-tr.fileMaxT >= idleFor {
+		path := filePath(s.dir, k, ms.ref, tr.files[n-1])
+		if !s.maint.done(path) {
+			jobs = append(jobs, compactJob{kind: k.id(), ms: ms, start: tr.files[n-1], path: path, newest: true})
 		}
 	}
 	return jobs

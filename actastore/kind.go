@@ -64,6 +64,10 @@ type kind[S any] interface {
 	// kind may choose a representation from every value of the file (the
 	// float kind's value type, valuetype.go), always bit-exact.
 	sealedBatches(ss []S, rows int) ([]*acta.Batch, error)
+	// adapt converts a flush's batch (the kind's flush schema) to the
+	// schema of the file it is appended to, which compaction may have
+	// rewritten (errNotRepresentable: it cannot hold some value).
+	adapt(b *acta.Batch, file *acta.Schema) (*acta.Batch, error)
 	// final reports whether a file of schema s was written by compaction
 	// or a tier merge (sealedBatches): compaction leaves it alone.
 	final(s *acta.Schema) bool

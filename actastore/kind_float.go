@@ -145,6 +145,10 @@ func (floatKind) sealedBatches(ss []Sample, rows int) ([]*acta.Batch, error) {
 	return sealedFloatBatches(ss, rows)
 }
 
+func (floatKind) adapt(b *acta.Batch, fs *acta.Schema) (*acta.Batch, error) {
+	return adaptFloatBatch(b, fs)
+}
+
 // final: a file compaction or a merge wrote.
 func (floatKind) final(s *acta.Schema) bool { return s.ID == sealedSchemaID }
 

@@ -133,6 +133,9 @@ func (histKind) sealedBatches(ss []HistogramSample, rows int) ([]*acta.Batch, er
 	return out, nil
 }
 
+// adapt: a compacted histogram file has the flush columns.
+func (histKind) adapt(b *acta.Batch, fs *acta.Schema) (*acta.Batch, error) { return b, nil }
+
 func (histKind) final(s *acta.Schema) bool { return s.ID == histfile.SealedSchemaID }
 
 func (histKind) decode(dst []HistogramSample, _ *acta.Schema, b *acta.Batch, mint, maxt int64) ([]HistogramSample, error) {

@@ -48,6 +48,19 @@ import (
 // version and find x gone (ENOENT): it reads again from a fresh listing
 // (readTrack), and Select keeps one sample per timestamp anyway.
 
+// compactBlocks reports whether a final file's blocks are as compaction
+// wrote them: sorted, in time order, and none but a lone one smaller than a
+// cut block (blockBounds), so a flush block appended to a compacted newest
+// file makes it due again.
+func compactBlocks(bs []acta.BlockInfo) bool {
+	for i, b := range bs {
+		if !b.Sorted || (len(bs) > 1 && b.Rows < minCutBlock) || (i > 0 && b.Min <= bs[i-1].Max) {
+			return false
+		}
+	}
+	return true
+}
+
 // errStale: the files changed between the read and the swap.
 var errStale = errors.New("sealed files changed during the rewrite")
 
@@ -60,14 +73,15 @@ type sealedInput struct {
 
 // readSealed decodes every committed block of the inputs into one sorted,
 // deduplicated run. final reports a single input written by compaction
-// already (nothing is decoded then), blocks its block index.
+// already and not appended to since (nothing is decoded then), blocks its
+// block index.
 func readSealed[S any](k kind[S], in []sealedInput) (all []S, final bool, blocks []acta.BlockInfo, err error) {
 	for _, f := range in {
 		r, err := acta.Open(f.path)
 		if err != nil {
 			return nil, false, nil, err
 		}
-		if len(in) == 1 && k.final(r.Schema()) {
+		if len(in) == 1 && k.final(r.Schema()) && compactBlocks(r.Blocks()) {
 			blocks = r.Blocks()
 			r.Close()
 			return nil, true, blocks, nil
@@ -103,15 +117,18 @@ func statInputs[S any](s *Store, k kind[S], ref uint64, starts []int64) ([]seale
 }
 
 // stillSealed reports whether starts are consecutive files of the track,
-// none the newest, and their files unchanged since in was taken. The
-// series' flush lock is held.
-func stillSealed[S any](k kind[S], ms *memSeries, in []sealedInput) bool {
+// none the newest (newest: exactly the newest one), and their files
+// unchanged since in was taken. The series' flush lock is held.
+func stillSealed[S any](k kind[S], ms *memSeries, in []sealedInput, newest bool) bool {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
 	ok := tr != nil
 	if ok {
 		i := slices.Index(tr.files, in[0].start)
 		ok = i >= 0 && i+len(in) < len(tr.files)
+		if newest {
+			ok = i >= 0 && len(in) == 1 && i == len(tr.files)-1
+		}
 		for j := 0; ok && j < len(in); j++ {
 			ok = tr.files[i+j] == in[j].start
 		}
@@ -130,9 +147,12 @@ func stillSealed[S any](k kind[S], ms *memSeries, in []sealedInput) bool {
 // rewriteSealed rewrites the consecutive sealed files of ms' track of kind
 // k that start at starts into one file named after starts[0]: a
 // compaction for one start (skipped when the file is final already), a
-// tier merge for several. It returns errStale, with nothing changed, when
-// the files changed meanwhile.
-func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, o rotation.CompactOptions) (rotation.CompactResult, error) {
+// tier merge for several. With newest, starts is the track's newest file,
+// which flushes append to: it is rewritten all the same (under the flush
+// lock no flush runs, and its writer is closed first; later flushes append
+// to the new file, adapted to its value type). It returns errStale, with
+// nothing changed, when the files changed meanwhile.
+func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, newest bool, o rotation.CompactOptions) (rotation.CompactResult, error) {
 	in, err := statInputs(s, k, ms.ref, starts)
 	if err != nil {
 		return rotation.CompactResult{}, err
@@ -171,7 +191,7 @@ func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, o 
 	mu := s.flushLock(ms)
 	mu.Lock()
 	defer mu.Unlock()
-	if !stillSealed(k, ms, in) {
+	if !stillSealed(k, ms, in, newest) {
 		os.Remove(tmp)
 		return res, errStale
 	}
@@ -181,6 +201,7 @@ func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, o 
 		lo = k.ts(all[0])
 	}
 	if len(in) == 1 {
+		s.writers.forget(fileKey{ref: ms.ref, kind: k.id()}, in[0].path) // the next flush opens the new file
 		if err := rotation.Install(tmp, in[0].path, &res); err != nil {
 			return res, err
 		}

@@ -107,7 +107,7 @@ func mergeTrack[S any](s *Store, k kind[S], ms *memSeries, tiers rotation.Tiers,
 			}
 			began := time.Now()
 			tier := strconv.Itoa(r.Tier)
-			cr, err := rewriteSealed(s, k, ms, starts[r.Lo:r.Hi], o)
+			cr, err := rewriteSealed(s, k, ms, starts[r.Lo:r.Hi], false, o)
 			switch {
 			case errors.Is(err, errStale), errors.Is(err, os.ErrNotExist):
 				s.rm.Merges.WithLabelValues(tier, "stale").Inc()

@@ -1,6 +1,7 @@
 package actastore
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -179,43 +180,85 @@ func sealedFloatBatches(ss []Sample, rows int) ([]*acta.Batch, error) {
 	}
 	bounds := append(blockBounds(n, rows, cuts), n)
 	var out []*acta.Batch
-	lo, ui := 0, 0
+	lo := 0
 	for _, hi := range bounds {
-		m := hi - lo
-		b := &acta.Batch{Schema: schema, Rows: m}
-		b.Columns = append(b.Columns, &acta.FixedArray[int64]{Values: ts[lo:hi]})
-		if units == nil {
-			b.Columns = append(b.Columns, &acta.FixedArray[float64]{Values: vs[lo:hi]})
-			out = append(out, b)
-			lo = hi
-			continue
+		cols, ok := encodeValues(vs[lo:hi], vt)
+		if !ok {
+			return nil, fmt.Errorf("BUG: a value of rows %d..%d does not fit %s", lo, hi, vt.typ)
 		}
-		iv := &acta.FixedArray[int64]{Values: make([]int64, m)}
-		var ev *acta.FixedArray[float64]
-		if vt.exc {
-			iv.Valid = acta.NewBitmap(m)
-			ev = &acta.FixedArray[float64]{Values: make([]float64, m), Valid: acta.NewBitmap(m)}
-		}
-		for i := lo; i < hi; i++ {
-			if ui < len(unitRows) && unitRows[ui] == i {
-				iv.Values[i-lo] = units[ui]
-				if vt.exc {
-					iv.Valid.Set(i-lo, true)
-				}
-				ui++
-				continue
-			}
-			ev.Values[i-lo] = vs[i]
-			ev.Valid.Set(i-lo, true)
-		}
-		b.Columns = append(b.Columns, iv)
-		if vt.exc {
-			b.Columns = append(b.Columns, ev)
-		}
-		out = append(out, b)
+		out = append(out, &acta.Batch{Schema: schema, Rows: hi - lo,
+			Columns: append([]acta.Array{&acta.FixedArray[int64]{Values: ts[lo:hi]}}, cols...)})
 		lo = hi
 	}
 	return out, nil
+}
+
+// encodeValues returns the value columns of layout vt holding vs (value,
+// and value_float64 with exceptions); ok is false when a value does not fit.
+func encodeValues(vs []float64, vt valueType) (cols []acta.Array, ok bool) {
+	if vt.typ.ID == acta.TypeFloat64 {
+		return []acta.Array{&acta.FixedArray[float64]{Values: vs}}, !vt.exc
+	}
+	var p float64
+	if vt.typ.ID == acta.TypeDecimal64 {
+		p = math.Pow10(int(vt.typ.Scale))
+	}
+	m := len(vs)
+	iv := &acta.FixedArray[int64]{Values: make([]int64, m)}
+	var ev *acta.FixedArray[float64]
+	if vt.exc {
+		iv.Valid = acta.NewBitmap(m)
+		ev = &acta.FixedArray[float64]{Values: make([]float64, m), Valid: acta.NewBitmap(m)}
+	}
+	for i, v := range vs {
+		if special(v) {
+			if !vt.exc {
+				return nil, false
+			}
+			ev.Values[i] = v
+			ev.Valid.Set(i, true)
+			continue
+		}
+		u, fits := asInt64(v)
+		if p != 0 {
+			u, fits = asDecimal(v, p)
+		}
+		if !fits {
+			return nil, false
+		}
+		iv.Values[i] = u
+		if vt.exc {
+			iv.Valid.Set(i, true)
+		}
+	}
+	if vt.exc {
+		return []acta.Array{iv, ev}, true
+	}
+	return []acta.Array{iv}, true
+}
+
+// errNotRepresentable: a flush's value does not fit the value type of the
+// file it goes to (a compacted newest file): the file is rewritten with a
+// layout chosen over all of it (writeBlocks).
+var errNotRepresentable = errors.New("value does not fit the file's value type")
+
+// adaptFloatBatch converts a flush's float64 batch to the schema of the
+// file it is appended to: itself for a flushed (float64) file, the value
+// type of a compacted one otherwise.
+func adaptFloatBatch(b *acta.Batch, fs *acta.Schema) (*acta.Batch, error) {
+	if fs.ID == seriesSchemaID {
+		return b, nil
+	}
+	vi := fs.Index(colValue)
+	if vi != 1 || fs.Index(colTimestamp) != 0 {
+		return nil, fmt.Errorf("file schema %d has no value column in place", fs.ID)
+	}
+	vt := valueType{typ: fs.Columns[vi].Type, exc: fs.Index(colValueExc) >= 0}
+	cols, ok := encodeValues(b.Columns[1].(*acta.FixedArray[float64]).Values, vt)
+	if !ok {
+		return nil, errNotRepresentable
+	}
+	return &acta.Batch{Schema: fs, Rows: b.Rows, Columns: append([]acta.Array{b.Columns[0]}, cols...)}, nil
 }
 
 // valuesAsFloat64 converts a decoded value column to float64 bit-exactly:
