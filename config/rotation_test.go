@@ -12,7 +12,7 @@ func TestRotationDefaults(t *testing.T) {
 	r := Default().Rotation
 	want := RotationConfig{
 		Period: Period(24 * time.Hour), MaxFileSize: 64 << 20, Interval: time.Minute,
-		Compaction: CompactionConfig{Enabled: true, BlockRows: 65536, ZstdLevel: 3, MaxBytesPerSecond: 16 << 20,
+		Compaction: CompactionConfig{Enabled: true, BlockRows: 65536, ZstdLevel: 9, MaxBytesPerSecond: 16 << 20,
 			Tiers: []Period{Period(7 * 24 * time.Hour), Period(28 * 24 * time.Hour)}},
 	}
 	if !reflect.DeepEqual(r, want) {
