@@ -71,13 +71,20 @@ func asInt64(v float64) (int64, bool) {
 }
 
 // asDecimal reports whether v is u×10^-scale for an integer |u| <= 2^53
-// that converts back to v bit for bit (p is 10^scale).
+// that converts back to v bit for bit (p is 10^scale). v×p is one
+// rounding away from u×10^-scale×p, so within 2 of u for |u| <= 2^53: the
+// integers around it are tried.
 func asDecimal(v, p float64) (int64, bool) {
-	u := math.Round(v * p)
-	if !(u >= -maxExactInt && u <= maxExactInt) || u/p != v {
+	c := math.Round(v * p)
+	if !(c >= -maxExactInt-2 && c <= maxExactInt+2) {
 		return 0, false
 	}
-	return int64(u), true
+	for _, d := range [...]float64{0, -1, 1, -2, 2} {
+		if u := c + d; u >= -maxExactInt && u <= maxExactInt && u/p == v {
+			return int64(u), true
+		}
+	}
+	return 0, false
 }
 
 // chooseValueType picks the value layout of a sealed file holding vs.
