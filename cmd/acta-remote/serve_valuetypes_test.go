@@ -132,7 +132,7 @@ func TestServeValueTypesBitExact(t *testing.T) {
 	p, data := startWith(t, bin, valueTypesConfig)
 	rng := rand.New(rand.NewSource(16))
 	t0 := time.Date(2026, 3, 5, 2, 0, 0, 0, time.UTC).UnixMilli() // a Thursday: the days share a 7d window
-	const n = 3 * 24 * 6                                           // 3 days at 10 minutes
+	const n = 3 * 24 * 6                                          // 3 days at 10 minutes
 	want := dataset{}
 	var sets []labels.Labels
 	addSeries := func(shape string, scale int) {
