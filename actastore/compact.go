@@ -2,6 +2,7 @@ package actastore
 
 import (
 	"errors"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -48,7 +49,11 @@ func (m *maintainer) forget(path string) {
 	m.cmu.Unlock()
 }
 
-// compactJob is one sealed file to compact, or an idle newest one.
+// minNewestRows: the newest file is first rewritten once flushes appended
+// this many rows to it (about an hour of a 15 s series).
+const minNewestRows = 256
+
+// compactJob is one sealed file to compact, or a newest one.
 type compactJob struct {
 	kind   kindID
 	ms     *memSeries
@@ -96,6 +101,9 @@ func (s *Store) compactSealed(res *MaintenanceResult) {
 			continue
 		}
 		s.maint.mark(j.path)
+		if j.newest && r.Skipped {
+			noteNewestRows(j.kind, j.ms, j.start, r.RowsIn) // final already: what it holds is known now
+		}
 		if r.Skipped {
 			res.AlreadyDone++
 			s.rm.Compactions.WithLabelValues("skipped").Inc()
@@ -128,18 +136,49 @@ func appendCompactJobs[S any](s *Store, k kind[S], ms *memSeries, jobs []compact
 			jobs = append(jobs, compactJob{kind: k.id(), ms: ms, start: st, path: path})
 		}
 	}
-	// The newest file once its series went idle (nothing buffered, its
-	// newest sample older than twice the head age): a series that
-	// stopped, or what a replay of history left,
-	// would otherwise keep its flushed blocks — float64, small, maybe
-	// uncompressed — until a next file seals it, which may be never.
-	// Live series keep appending, and are compacted when sealed.
-	idleFor := 2 * s.opts.MaxHeadAge.Milliseconds()
-	if n := len(tr.files); n > 0 && !tr.busy() && tr.fileMaxKnown && tr.fileMaxT != noTime && s.now().UnixMilli()-tr.fileMaxT >= idleFor {
+	// The newest file, which flushes append to in small blocks (20 rows
+	// every max_head_age for a 15 s series; float64, maybe uncompressed):
+	// rewritten whenever flushes appended at least as many rows as the
+	// last rewrite left in it (and minNewestRows), so a day's file is
+	// rewritten a handful of times and its bytes stay near a sealed
+	// file's; once after Open (what it holds unknown) if its series is
+	// not buffering; and once when its series went idle (nothing buffered,
+	// its newest sample older than twice the head age: a series that
+	// stopped, or what a replay of history left).
+	if n := len(tr.files); n > 0 {
 		path := filePath(s.dir, k, ms.ref, tr.files[n-1])
-		if !s.maint.done(path) {
+		idleFor := 2 * s.opts.MaxHeadAge.Milliseconds()
+		idle := !tr.busy() && tr.fileMaxKnown && tr.fileMaxT != noTime && s.now().UnixMilli()-tr.fileMaxT >= idleFor
+		var due bool
+		switch {
+		case tr.newestBase >= 0 && tr.newestAppended >= max(tr.newestBase, minNewestRows):
+			due = true
+		case tr.newestBase < 0 || idle:
+			due = !tr.busy() && !s.maint.done(path)
+		}
+		if due {
 			jobs = append(jobs, compactJob{kind: k.id(), ms: ms, start: tr.files[n-1], path: path, newest: true})
 		}
 	}
 	return jobs
+}
+
+// noteNewestRows records the rows of a track's newest file compaction
+// found final, when what it held was unknown.
+func noteNewestRows(id kindID, ms *memSeries, start int64, rows int) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	note := func(files []int64, base, appended *int32) {
+		if n := len(files); n > 0 && files[n-1] == start && *base < 0 {
+			*base, *appended = int32(min(rows, math.MaxInt32)), 0
+		}
+	}
+	switch id {
+	case kindHistogram:
+		if ms.hists != nil {
+			note(ms.hists.files, &ms.hists.newestBase, &ms.hists.newestAppended)
+		}
+	default:
+		note(ms.floats.files, &ms.floats.newestBase, &ms.floats.newestAppended)
+	}
 }

@@ -104,3 +104,47 @@ func TestNewestFileCompactedAndAppended(t *testing.T) {
 	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
 	validateAll(t, dir)
 }
+
+// A live series' newest file (flushed every 20 rows, never idle) is
+// rewritten each time flushes doubled what the last rewrite left in it:
+// at 256, 512 and 1024 rows of 1200.
+func TestNewestFileRewrittenAsItDoubles(t *testing.T) {
+	clk := &fakeClock{}
+	dir := t.TempDir()
+	opts := rotOptions(clk)
+	opts.Rotation.Period = 24 * time.Hour
+	s := openT(t, dir, opts)
+	defer s.Close()
+	l := labels.FromStrings("__name__", "live_counter")
+	w := want{}
+	rewrites := 0
+	var at []int
+	for i := range 1200 {
+		ts := day0 + int64(i)*step15
+		clk.Set(ts)
+		smp := Sample{T: ts, V: float64(i * 3)}
+		mustAppend(t, s, []SeriesSamples{{Labels: l, Samples: []Sample{smp}}})
+		w.add(l, smp)
+		if i%20 == 19 {
+			if err := s.FlushAll(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Maintain()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Compacted > 0 {
+				rewrites += res.Compacted
+				at = append(at, i+1)
+			}
+		}
+	}
+	if rewrites != 3 || at[0] != 260 || at[1] != 520 || at[2] != 1040 {
+		t.Errorf("rewrites after %v rows, want after 260, 520 and 1040", at)
+	}
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	path := seriesFilePath(dir, refOf(t, s, l), day0)
+	if id, typ, blocks := fileLayout(t, path); id != sealedSchemaID || typ != "int64" || blocks != 9 {
+		t.Errorf("newest file: schema %d, %s, %d blocks (the rewrite's and 8 flushes since)", id, typ, blocks)
+	}
+}

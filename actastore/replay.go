@@ -121,9 +121,11 @@ func (s *Store) attachFiles(sf *scannedFiles) {
 		switch id {
 		case kindFloat:
 			ms.floats.files, ms.floats.fileMaxKnown = starts, false
+			ms.floats.newestBase = -1
 		case kindHistogram:
 			tr := histograms.track(ms, true)
 			tr.files, tr.fileMaxKnown = starts, false
+			tr.newestBase = -1
 		}
 	}
 	for id, m := range sf.starts {

@@ -107,6 +107,7 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 		ms.mu.Lock()
 		tr := k.track(ms, false)
 		tr.files = append(tr.files, start)
+		tr.newestAppended, tr.newestBase = 0, 0
 		ms.mu.Unlock()
 	}
 	rows := k.maxBlockRows(s.fo)
@@ -137,6 +138,11 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 		}
 		e.dirty = true
 		smps = smps[n:]
+		ms.mu.Lock()
+		if tr := k.track(ms, false); tr != nil {
+			tr.newestAppended += int32(n)
+		}
+		ms.mu.Unlock()
 	}
 	return nil, nil
 }
@@ -184,6 +190,11 @@ func rewriteWith[S any](s *Store, k kind[S], ms *memSeries, path string, smps []
 		return err
 	}
 	s.readers.invalidate(path)
+	ms.mu.Lock()
+	if tr := k.track(ms, false); tr != nil {
+		tr.newestAppended, tr.newestBase = 0, int32(min(len(all), math.MaxInt32))
+	}
+	ms.mu.Unlock()
 	s.rm.Written.Add(float64(res.BytesOut))
 	s.log.Debug("newest series file rewritten for a value its type did not hold", "kind", k.name(), "path", path, "rows", res.RowsOut)
 	return nil

@@ -207,9 +207,14 @@ func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, ne
 		}
 		s.readers.invalidate(in[0].path)
 		ms.mu.Lock()
-		if tr := k.track(ms, false); tr != nil && known {
-			delete(tr.fileMin, in[0].start)
-			noteFileMin(tr, in[0].start, lo)
+		if tr := k.track(ms, false); tr != nil {
+			if known {
+				delete(tr.fileMin, in[0].start)
+				noteFileMin(tr, in[0].start, lo)
+			}
+			if newest {
+				tr.newestAppended, tr.newestBase = 0, int32(min(len(all), math.MaxInt32))
+			}
 		}
 		ms.mu.Unlock()
 		return res, nil

@@ -44,6 +44,11 @@ type track[S any] struct {
 	// fileMin is the smallest timestamp known to be in a file, by start:
 	// set for files written since Open and for sealed files a read opened.
 	fileMin map[int64]int64
+
+	// Rewrites of the newest file (compact.go): rows flushes appended to
+	// it since compaction last rewrote it, and the rows it held then;
+	// newestBase is -1 while unknown (files found at Open).
+	newestAppended, newestBase int32
 }
 
 // newTrack is the track of a series without files: nothing accepted, no
