@@ -120,8 +120,8 @@ func (s *Store) flushDue() {
 // reaches BlockRows or MaxHeadAge per series and would otherwise hold
 // everything it sent in memory until the age ran out.
 const (
-	headFlushShare        = 8
-	defaultHeadFlushBytes = 128 << 20
+	headFlushShare        = 16
+	defaultHeadFlushBytes = 64 << 20
 )
 
 // headFlushBytes is the head size above which flushLargest flushes.
