@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -227,7 +229,11 @@ func dedupeSorted[S any](k kind[S], r []S) []S {
 	return r
 }
 
-// seriesSet loads one series at a time.
+// seriesSet loads the selected series in order. With more than one series
+// it loads ahead on up to GOMAXPROCS goroutines (file decoding is most of a
+// wide query's cost), at most prefetchPerWorker series per worker ahead of
+// the consumer, and hands them out in order; Close (or reaching the end)
+// stops the loaders.
 type seriesSet struct {
 	s          *Store
 	ctx        context.Context
@@ -237,6 +243,82 @@ type seriesSet struct {
 	cur        *loadedSeries
 	total      int64
 	err        error
+
+	queue chan chan loadResult // futures, in series order
+	done  chan struct{}        // closed by Close or at the end: loaders stop
+	once  sync.Once
+}
+
+// loadResult is one loaded series (nil when it has nothing in range).
+type loadResult struct {
+	ls  *loadedSeries
+	err error
+}
+
+const prefetchPerWorker = 4
+
+// load reads one series of every kind.
+func (ss *seriesSet) load(ms *memSeries) loadResult {
+	if err := ctxErr(ss.ctx); err != nil {
+		return loadResult{err: err}
+	}
+	smps, err := readTrack(ss.s, floats, ms, ss.mint, ss.maxt)
+	if err != nil {
+		return loadResult{err: err}
+	}
+	hists, err := readTrack(ss.s, histograms, ms, ss.mint, ss.maxt)
+	if err != nil {
+		return loadResult{err: err}
+	}
+	if len(smps) == 0 && len(hists) == 0 {
+		return loadResult{}
+	}
+	return loadResult{ls: &loadedSeries{lset: ms.lset, samples: smps, hists: hists}}
+}
+
+// start runs the loaders: a producer hands out jobs in order, each with the
+// future it completes; the queue of futures bounds how far ahead they get.
+func (ss *seriesSet) start() {
+	workers := min(runtime.GOMAXPROCS(0), len(ss.list))
+	ss.queue = make(chan chan loadResult, workers*prefetchPerWorker)
+	ss.done = make(chan struct{})
+	type job struct {
+		ms  *memSeries
+		fut chan loadResult
+	}
+	jobs := make(chan job, workers)
+	go func() {
+		defer close(jobs)
+		defer close(ss.queue)
+		for _, ms := range ss.list {
+			fut := make(chan loadResult, 1)
+			select {
+			case ss.queue <- fut:
+			case <-ss.done:
+				return
+			}
+			select {
+			case jobs <- job{ms, fut}:
+			case <-ss.done:
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			for j := range jobs {
+				j.fut <- ss.load(j.ms)
+			}
+		}()
+	}
+}
+
+func (ss *seriesSet) stop() {
+	ss.once.Do(func() {
+		if ss.done != nil {
+			close(ss.done)
+		}
+	})
 }
 
 func (ss *seriesSet) Next() bool {
@@ -245,38 +327,51 @@ func (ss *seriesSet) Next() bool {
 	}
 	for ss.i+1 < len(ss.list) {
 		ss.i++
-		if err := ctxErr(ss.ctx); err != nil {
-			ss.err = err
+		var r loadResult
+		if len(ss.list) == 1 {
+			r = ss.load(ss.list[ss.i])
+		} else {
+			if ss.queue == nil {
+				ss.start()
+			}
+			fut, ok := <-ss.queue
+			if !ok {
+				ss.err = errors.New("BUG: series loaders stopped early")
+				return false
+			}
+			r = <-fut
+		}
+		if r.err != nil {
+			ss.err = r.err
+			ss.stop()
 			return false
 		}
-		ms := ss.list[ss.i]
-		smps, err := readTrack(ss.s, floats, ms, ss.mint, ss.maxt)
-		if err != nil {
-			ss.err = err
-			return false
-		}
-		hists, err := readTrack(ss.s, histograms, ms, ss.mint, ss.maxt)
-		if err != nil {
-			ss.err = err
-			return false
-		}
-		if len(smps) == 0 && len(hists) == 0 {
+		if r.ls == nil {
 			continue
 		}
-		ss.total += int64(len(smps) + len(hists))
+		ss.total += int64(len(r.ls.samples) + len(r.ls.hists))
 		if lim := ss.s.opts.MaxQuerySamples; lim > 0 && ss.total > lim {
 			ss.err = fmt.Errorf("%w: more than %d samples selected", ErrQueryLimit, lim)
+			ss.stop()
 			return false
 		}
-		ss.cur = &loadedSeries{lset: ms.lset, samples: smps, hists: hists}
+		ss.cur = r.ls
 		return true
 	}
+	ss.stop()
 	return false
 }
 
-func (ss *seriesSet) At() Series   { return ss.cur }
-func (ss *seriesSet) Err() error   { return ss.err }
-func (ss *seriesSet) Close() error { ss.list = nil; ss.cur = nil; return nil }
+func (ss *seriesSet) At() Series { return ss.cur }
+func (ss *seriesSet) Err() error { return ss.err }
+
+// Close stops the loaders; a set not iterated to its end must be closed.
+func (ss *seriesSet) Close() error {
+	ss.stop()
+	ss.list = nil
+	ss.cur = nil
+	return nil
+}
 
 // loadedSeries is one series with its selected samples of every kind.
 type loadedSeries struct {
