@@ -118,7 +118,7 @@ func filesInRange[S any](tr *track[S], mint, maxt int64) []fileSpan {
 		if i+1 < len(tr.files) && tr.files[i+1] <= mint {
 			continue
 		}
-		m, known := tr.fileMin[start]
+		m, known := tr.fileMin(start)
 		if known && m > maxt {
 			continue
 		}
@@ -129,11 +129,16 @@ func filesInRange[S any](tr *track[S], mint, maxt int64) []fileSpan {
 
 // noteFileMin records a file's smallest timestamp (the series' mu held).
 func noteFileMin[S any](tr *track[S], start, lo int64) {
-	if tr.fileMin == nil {
-		tr.fileMin = make(map[int64]int64)
+	i := slices.Index(tr.files, start)
+	if i < 0 {
+		return
 	}
-	if m, known := tr.fileMin[start]; !known || lo < m {
-		tr.fileMin[start] = lo
+	c := tr.coldState()
+	for len(c.mins) < len(tr.files) {
+		c.mins = append(c.mins, noTime)
+	}
+	if m := c.mins[i]; m == noTime || lo < m {
+		c.mins[i] = lo
 	}
 }
 

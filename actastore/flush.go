@@ -141,7 +141,8 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	}
 	tr.queued = false
 	smps := tr.head
-	tr.flushing, tr.flushingSeg = smps, tr.headSeg
+	c := tr.coldState()
+	c.flushing, c.flushingSeg = smps, tr.headSeg
 	tr.head = nil
 	if !ms.hasHeadLocked() {
 		s.hd.series.Add(-1)
@@ -155,7 +156,7 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 		flushed(k, tr, smps[:written])
 	}
 	if err == nil {
-		tr.flushing = nil
+		c.flushing = nil
 		ms.mu.Unlock()
 		accountFlushed(s, k, smps[:written])
 		s.hd.flushes.Add(1)
@@ -166,14 +167,14 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	// one file before failing on the next.
 	rest := smps[written:]
 	idle := !ms.hasHeadLocked()
-	seg, since := tr.flushingSeg, tr.headSince
+	seg, since := c.flushingSeg, tr.headSince
 	if len(tr.head) > 0 {
 		seg = min(seg, tr.headSeg)
 	} else {
 		since = s.now().UnixNano()
 	}
 	newer := tr.head
-	tr.head, tr.flushing = rest, nil
+	tr.head, c.flushing = rest, nil
 	for _, smp := range newer {
 		insert(k, tr, smp, seg, 0)
 	}

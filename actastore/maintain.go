@@ -263,10 +263,11 @@ func dropFile[S any](tr *track[S], start int64) {
 	}
 	newest := k == len(tr.files)-1
 	tr.files = slices.Delete(tr.files, k, k+1)
-	delete(tr.fileMin, start)
+	if c := tr.cold; c != nil && k < len(c.mins) {
+		c.mins = slices.Delete(c.mins, k, k+1)
+	}
 	if newest {
-		var zero S
-		tr.last, tr.hasLast = zero, false
+		tr.clearLast()
 		tr.fileMaxT, tr.fileMaxKnown = noTime, len(tr.files) == 0
 	}
 }

@@ -334,7 +334,7 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 				tr.fileMaxT = hi
 				tr.maxT = max(tr.maxT, hi)
 				if newest, found, err := newestInFile(k, path); err == nil && found {
-					tr.last, tr.hasLast = newest, true
+					tr.setLast(newest)
 				}
 			}
 		}

@@ -70,7 +70,7 @@ func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S) (written 
 			}
 		}
 		ms.mu.Lock()
-		if _, known := tr.fileMin[start]; known || part.Create {
+		if _, known := tr.fileMin(start); known || part.Create {
 			noteFileMin(tr, start, ts[part.Lo])
 		}
 		ms.mu.Unlock()

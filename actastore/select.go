@@ -119,7 +119,7 @@ func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) ([]S
 		ms.mu.Unlock()
 		return nil, nil
 	}
-	flushing := inRange(k, nil, tr.flushing, mint, maxt)
+	flushing := inRange(k, nil, tr.flushingBuf(), mint, maxt)
 	head := inRange(k, nil, tr.head, mint, maxt)
 	files := filesInRange(tr, mint, maxt)
 	ms.mu.Unlock()
