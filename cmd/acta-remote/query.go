@@ -106,7 +106,7 @@ func (q *querySummary) report(w io.Writer, dir string, now time.Time) {
 	fmt.Fprintf(w, "acta-remote query: %d series, %d samples and %d native histograms from %s: %d in the series files, %d only in the WAL so far (acknowledged, not flushed yet)\n",
 		q.series, q.floats, q.hists, dir, n-q.walOnly, q.walOnly)
 	if n > 0 {
-		fmt.Fprintf(w, "acta-remote query: newest: %s (%s)\n", fmtMs(q.newest), describeAge(now.Sub(time.UnixMilli(q.newest)).Round(time.Millisecond)))
+		fmt.Fprintf(w, "acta-remote query: newest: %s (%s)\n", fmtMs(q.newest), describeAge(now.Sub(time.UnixMilli(q.newest)).Round(100*time.Millisecond)))
 	}
 }
 
