@@ -128,11 +128,14 @@ func (tl *tailer) cycle(first bool) error {
 	tl.readFiles(first || tl.rescanDue)
 	for round := 0; ; round++ {
 		tr := tl.ro.Truncations()
-		if _, err := tl.ro.Reload(); err != nil {
+		n, err := tl.ro.Reload()
+		if err != nil {
 			errs = append(errs, err)
 			break
 		}
-		tl.discover(math.MinInt64)
+		if n > 0 {
+			tl.discover(math.MinInt64)
+		}
 		truncated := tl.ro.Truncations() != tr
 		if (!truncated && len(tl.unlisted) == 0) || round == maxCatchUpRounds {
 			break

@@ -66,7 +66,7 @@ func newKindFollow[S any](ops *kindOps[S]) kindFollow[S] {
 	return kindFollow[S]{ops: ops, last: math.MinInt64, files: map[string]*fileTail{}, retired: map[string]bool{}}
 }
 
-// files reads what the series' files of this kind gained: new blocks of
+// read gathers what the series' files of this kind gained: new blocks of
 // the open files, files replaced since (read again from the start), and
 // fresh files (listed since), of which sealed ones wholly before minT are
 // known from their names not to matter and never opened.
