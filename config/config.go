@@ -129,7 +129,7 @@ type RemoteWriteConfig struct {
 	// MaxConcurrent requests decoded at once; more wait for a slot.
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// MaxQueueWait: how long a request waits for a slot before it gets
-	// 429 with Retry-After (0 answers 429 at once).
+	// 503 with Retry-After (0 answers 503 at once; apistatus says why not 429).
 	MaxQueueWait time.Duration `yaml:"max_queue_wait"`
 }
 

@@ -116,6 +116,7 @@ func newLogger(c config.LogConfig) *slog.Logger {
 // accepting, let in-flight requests finish, close the store (flush the
 // head, sync), so a clean stop leaves nothing to replay.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	setMemoryLimit(cfg, log)
 	reg := newRegistry()
 	store, err := actastore.Open(cfg.DataDir, storeOptions(cfg, log, reg))
 	if err != nil {
