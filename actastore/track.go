@@ -16,9 +16,9 @@ const noTime int64 = -1 << 63
 type track[S any] struct {
 	// head holds accepted, unflushed samples sorted by timestamp, one per
 	// timestamp.
-	head      []S
-	headSeg   int32 // WAL segment holding the oldest head sample
-	queued    bool  // queued for a size-triggered flush
+	head    []S
+	headSeg int32 // WAL segment holding the oldest head sample
+	queued  bool  // queued for a size-triggered flush
 	// fileMaxKnown says fileMaxT is valid.
 	fileMaxKnown bool
 	headSince    int64 // wall clock (unix ns) when head became non-empty
