@@ -59,7 +59,8 @@ type Options struct {
 
 	MaxOpenFiles int // open series file writers kept (LRU); default 256
 	// MaxOpenReaders is how many series file readers reads keep open
-	// between queries (LRU; file descriptors); default 1024, negative: none.
+	// between queries (LRU; file descriptors, which Go raises to the hard
+	// limit at start-up); default 4096, negative: none.
 	MaxOpenReaders int
 	// MaxReaderBytes bounds the memory those readers' block indexes hold;
 	// default 64 MiB.

@@ -92,7 +92,7 @@ func (o *Options) setDefaults() {
 		o.MaxOpenFiles = 256
 	}
 	if o.MaxOpenReaders == 0 {
-		o.MaxOpenReaders = 1024
+		o.MaxOpenReaders = 4096
 	}
 	if o.MaxReaderBytes == 0 {
 		o.MaxReaderBytes = 64 << 20
