@@ -107,7 +107,10 @@ type txn struct {
 	defs   []seriesRec
 	logged []*memSeries
 	recs   [][]byte
-	buf    []byte
+	rb     recordBuilder
+	fs     []refSamples[Sample]
+	hs     []refSamples[HistogramSample]
+	es     []refExemplars
 	dups   [numKinds]int
 }
 
@@ -132,7 +135,7 @@ func (t *txn) begin(s *Store, res *Result) {
 // capacity (up to a bound, so one huge request does not pin its memory).
 func (t *txn) release() {
 	const maxPooled = 1 << 20
-	if cap(t.floats) > maxPooled || cap(t.hists) > maxPooled/16 || cap(t.exs) > maxPooled/16 || cap(t.buf) > 16<<20 ||
+	if cap(t.floats) > maxPooled || cap(t.hists) > maxPooled/16 || cap(t.exs) > maxPooled/16 || cap(t.rb.buf) > 16<<20 ||
 		cap(t.series) > 1<<16 || cap(t.defs) > 1<<12 || cap(t.logged) > 1<<12 {
 		return
 	}
@@ -143,8 +146,13 @@ func (t *txn) release() {
 	clear(t.defs)
 	clear(t.logged)
 	clear(t.recs)
+	clear(t.fs)
+	clear(t.hs)
+	clear(t.es)
+	t.rb.reset()
 	*t = txn{series: t.series[:0], floats: t.floats[:0], hists: t.hists[:0], exs: t.exs[:0], meta: t.meta[:0],
-		defs: t.defs[:0], logged: t.logged[:0], recs: t.recs[:0], buf: t.buf[:0], rs: resolver{canon: t.rs.canon[:0]}}
+		defs: t.defs[:0], logged: t.logged[:0], recs: t.recs[:0], rb: t.rb, fs: t.fs[:0], hs: t.hs[:0], es: t.es[:0],
+		rs: resolver{canon: t.rs.canon[:0]}}
 	txnPool.Put(t)
 }
 
@@ -384,10 +392,9 @@ func (t *txn) addMetadata(md []NamedMetadata) {
 // sample never refers to a series the log has not defined), then floats,
 // histograms, exemplars, metadata.
 func (t *txn) records() [][]byte {
-	t.recs = appendSeriesRecords(t.recs[:0], t.defs)
-	var fs []refSamples[Sample]
-	var hs []refSamples[HistogramSample]
-	var es []refExemplars
+	t.rb.reset()
+	t.rb.addSeries(t.defs)
+	fs, hs, es := t.fs[:0], t.hs[:0], t.es[:0]
 	for _, ts := range t.series {
 		if ts.f1 > ts.f0 {
 			fs = append(fs, refSamples[Sample]{Ref: ts.ms.ref, Samples: t.floats[ts.f0:ts.f1]})
@@ -399,8 +406,10 @@ func (t *txn) records() [][]byte {
 			es = append(es, refExemplars{Ref: ts.ms.ref, Exemplars: t.exs[ts.e0:ts.e1]})
 		}
 	}
-	t.recs, t.buf = appendSamplesRecords(floats, t.recs, t.buf, fs)
-	t.recs, t.buf = appendSamplesRecords(histograms, t.recs, t.buf, hs)
+	t.fs, t.hs, t.es = fs, hs, es
+	appendSamplesRecords(floats, &t.rb, fs)
+	appendSamplesRecords(histograms, &t.rb, hs)
+	t.recs = t.rb.records(t.recs[:0])
 	for len(es) > 0 {
 		n, size := 0, 0
 		for n < len(es) && (n == 0 || size < maxRecordPayload) {
