@@ -58,6 +58,7 @@ func (s *Store) Commit(ctx context.Context, b *Batch) (Result, error) {
 	}
 	pos, err := s.wal.Append(t.records()...)
 	if err != nil {
+		s.m.walErrors.Inc()
 		return Result{}, fmt.Errorf("append batch to WAL: %w", err)
 	}
 	for _, ms := range t.logged {
@@ -68,6 +69,7 @@ func (s *Store) Commit(ctx context.Context, b *Batch) (Result, error) {
 	if s.opts.WALSync == SyncAlways {
 		start := time.Now()
 		if err := s.wal.Sync(pos); err != nil {
+			s.m.walErrors.Inc()
 			return Result{}, fmt.Errorf("sync WAL: %w", err)
 		}
 		s.m.walFsync.Observe(time.Since(start).Seconds())

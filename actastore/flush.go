@@ -65,6 +65,7 @@ func (s *Store) syncLoop() {
 		case <-t.C:
 			start := time.Now()
 			if err := s.wal.Sync(s.wal.End()); err != nil {
+				s.m.walErrors.Inc()
 				s.log.Error("sync WAL", "err", err)
 				continue
 			}
@@ -93,6 +94,8 @@ func trackDue[S any](k kind[S], tr *track[S], nowNs, age int64, fo fileOptions) 
 // flushDue flushes every series that is due.
 func (s *Store) flushDue() {
 	now := s.now().UnixNano()
+	oldest := int64(0)
+	defer func() { s.hd.oldestSince.Store(oldest) }()
 	for _, ms := range s.reg.live() {
 		select {
 		case <-s.stop:
@@ -101,6 +104,9 @@ func (s *Store) flushDue() {
 		}
 		ms.mu.Lock()
 		due := s.dueLocked(ms, now)
+		if since := ms.headSinceLocked(); since != 0 && (oldest == 0 || since < oldest) {
+			oldest = since
+		}
 		ms.mu.Unlock()
 		if due {
 			if err := s.flushSeries(ms); err != nil {
