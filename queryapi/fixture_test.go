@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb"
+	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/histfile/histtest"
@@ -34,6 +35,10 @@ var staleNaN = math.Float64frombits(value.StaleNaN)
 type fixture struct {
 	floats []actastore.SeriesSamples
 	hists  []actastore.SeriesExtras
+	// Exemplars of two counter series, and metric families' metadata:
+	// the store only (the engine comparison does not read them).
+	exemplars []actastore.SeriesExtras
+	meta      []actastore.NamedMetadata
 }
 
 // scrapeT is scrape i's timestamp, with the few ms of jitter real scrapes
@@ -203,6 +208,20 @@ func newFixture() *fixture {
 	for _, c := range histtest.Cases(fixT0) {
 		f.hists = append(f.hists, actastore.SeriesExtras{Labels: labels.FromStrings("__name__", c.Name, "job", "cases"), Histograms: c.Samples})
 	}
+	for _, code := range []string{"200", "500"} {
+		x := actastore.SeriesExtras{Labels: labels.FromStrings("__name__", "qa_requests_total", "job", "api", "instance", "a:9100", "code", code)}
+		for i := 10; i < fixScrapes; i += 60 {
+			x.Exemplars = append(x.Exemplars, actastore.Exemplar{
+				Labels: labels.FromStrings("trace_id", fmt.Sprintf("%s-%04d", code, i)), Value: float64(i) / 8, T: fixT0 + int64(i)*fixStep + 123})
+		}
+		f.exemplars = append(f.exemplars, x)
+	}
+	f.meta = []actastore.NamedMetadata{
+		{Name: "qa_requests_total", Metadata: actastore.Metadata{Type: "counter", Help: "Requests served.", Unit: ""}},
+		{Name: "qa_latency_seconds", Metadata: actastore.Metadata{Type: "histogram", Help: "Request latency.", Unit: "seconds"}},
+		{Name: "qa_native_seconds", Metadata: actastore.Metadata{Type: "histogram", Help: "Native latency.", Unit: "seconds"}},
+		{Name: "qa_temperature_celsius", Metadata: actastore.Metadata{Type: "gauge", Help: "Room temperature.", Unit: "celsius"}},
+	}
 	slices.SortFunc(f.floats, func(a, b actastore.SeriesSamples) int { return labels.Compare(a.Labels, b.Labels) })
 	slices.SortFunc(f.hists, func(a, b actastore.SeriesExtras) int { return labels.Compare(a.Labels, b.Labels) })
 	return f
@@ -216,9 +235,9 @@ func (f *fixture) writeStore(t testing.TB, st *actastore.Store) {
 	if err != nil || res.SamplesRejected > 0 {
 		t.Fatalf("store append: %v, %d rejected: %v", err, res.SamplesRejected, res.Errors)
 	}
-	xr, err := st.AppendExtras(ctx, actastore.ExtrasBatch{Series: f.hists})
-	if err != nil || xr.HistogramsRejected > 0 {
-		t.Fatalf("store append histograms: %v, %d rejected: %v", err, xr.HistogramsRejected, xr.Errors)
+	xr, err := st.AppendExtras(ctx, actastore.ExtrasBatch{Series: append(slices.Clone(f.hists), f.exemplars...), Metadata: f.meta})
+	if err != nil || xr.HistogramsRejected > 0 || xr.ExemplarsRejected > 0 {
+		t.Fatalf("store append histograms: %v, %d rejected, %d exemplars rejected: %v", err, xr.HistogramsRejected, xr.ExemplarsRejected, xr.Errors)
 	}
 }
 
@@ -285,3 +304,5 @@ func openStores(t testing.TB, f *fixture, opts actastore.Options) (*actastore.St
 	f.writeTSDB(t, db)
 	return st, db
 }
+
+func promVersion(v string) v1.PrometheusVersion { return v1.PrometheusVersion{Version: v, GoVersion: "go-test"} }
