@@ -305,4 +305,6 @@ func openStores(t testing.TB, f *fixture, opts actastore.Options) (*actastore.St
 	return st, db
 }
 
-func promVersion(v string) v1.PrometheusVersion { return v1.PrometheusVersion{Version: v, GoVersion: "go-test"} }
+func promVersion(v string) v1.PrometheusVersion {
+	return v1.PrometheusVersion{Version: v, GoVersion: "go-test"}
+}
