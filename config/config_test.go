@@ -48,6 +48,7 @@ func TestDefaults(t *testing.T) {
 		{"query.timeout", c.Query.Timeout, 2 * time.Minute},
 		{"query.max_concurrent", c.Query.MaxConcurrent, 20},
 		{"query.lookback_delta", c.Query.LookbackDelta, 5 * time.Minute},
+		{"query.default_subquery_step", c.Query.DefaultSubqueryStep, time.Minute},
 		{"query.admin_api_enabled", c.Query.AdminAPIEnabled, false},
 	}
 	// default.yaml repeats otlp's defaults for the reader; they must agree.

@@ -22,6 +22,9 @@ type QueryConfig struct {
 	// LookbackDelta: how far back an instant selector looks for a sample
 	// (--query.lookback-delta); the lookback_delta parameter overrides it.
 	LookbackDelta time.Duration `yaml:"lookback_delta"`
+	// DefaultSubqueryStep is the step of a subquery written without one
+	// (`x[5m:]`); Prometheus takes its global.evaluation_interval.
+	DefaultSubqueryStep time.Duration `yaml:"default_subquery_step"`
 	// AdminAPIEnabled serves /api/v1/admin/tsdb/* (--web.enable-admin-api);
 	// off, they answer as Prometheus does when its admin APIs are disabled.
 	AdminAPIEnabled bool `yaml:"admin_api_enabled"`
@@ -34,4 +37,5 @@ func (c *Config) validateQuery(v *validator) {
 	v.rangeInt("query.max_concurrent", int64(q.MaxConcurrent), 1, 1<<16)
 	v.durationRange("query.max_queue_wait", q.MaxQueueWait, 0, 10*time.Minute)
 	v.durationRange("query.lookback_delta", q.LookbackDelta, time.Second, 24*time.Hour)
+	v.durationRange("query.default_subquery_step", q.DefaultSubqueryStep, time.Millisecond, 24*time.Hour)
 }

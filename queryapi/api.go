@@ -38,6 +38,10 @@ type Options struct {
 	MaxSamples    int           // samples a query may hold at once (engine); 422 above
 	Timeout       time.Duration // a query's longest run (engine); 503 after
 	LookbackDelta time.Duration // instant selectors' lookback (engine)
+	// SubqueryStep is the step of a subquery written without one
+	// (`x[5m:]`): Prometheus's global evaluation_interval; 0 means 1m, its
+	// default.
+	SubqueryStep time.Duration
 	// MaxConcurrent requests of the data endpoints run at once; the others
 	// wait up to MaxQueueWait, then get 429 with Retry-After.
 	MaxConcurrent int
@@ -89,9 +93,9 @@ var routes = []struct {
 	{"/api/v1/status/flags", "status_flags", true},
 }
 
-// NoStepSubqueryInterval is the step of a subquery written without one
-// (`x[5m:]`): Prometheus's default global evaluation_interval, 1m.
-const NoStepSubqueryInterval = time.Minute
+// DefaultSubqueryStep is Options.SubqueryStep's default: Prometheus's
+// default global evaluation_interval.
+const DefaultSubqueryStep = time.Minute
 
 // New builds Prometheus's engine and API (web/api/v1.NewAPI, as
 // Prometheus's web package calls it) over st. Nothing of the API but the
@@ -102,15 +106,17 @@ func New(st Store, o Options) *API {
 	if log == nil {
 		log = slog.Default()
 	}
+	subStep := o.SubqueryStep
+	if subStep <= 0 {
+		subStep = DefaultSubqueryStep
+	}
 	engine := promql.NewEngine(promql.EngineOpts{
-		Logger:        log.With("component", "query engine"),
-		Reg:           o.Registerer,
-		MaxSamples:    o.MaxSamples,
-		Timeout:       o.Timeout,
-		LookbackDelta: o.LookbackDelta,
-		NoStepSubqueryIntervalFn: func(int64) int64 {
-			return NoStepSubqueryInterval.Milliseconds()
-		},
+		Logger:                   log.With("component", "query engine"),
+		Reg:                      o.Registerer,
+		MaxSamples:               o.MaxSamples,
+		Timeout:                  o.Timeout,
+		LookbackDelta:            o.LookbackDelta,
+		NoStepSubqueryIntervalFn: func(int64) int64 { return subStep.Milliseconds() },
 		// Always on in Prometheus since v2.33.
 		EnableAtModifier:     true,
 		EnableNegativeOffset: true,

@@ -44,7 +44,7 @@ func readCorpus(t testing.TB) []string {
 func testEngine() *promql.Engine {
 	return promql.NewEngine(promql.EngineOpts{
 		MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
-		NoStepSubqueryIntervalFn: func(int64) int64 { return NoStepSubqueryInterval.Milliseconds() },
+		NoStepSubqueryIntervalFn: func(int64) int64 { return DefaultSubqueryStep.Milliseconds() },
 		EnableAtModifier:         true, EnableNegativeOffset: true,
 	})
 }

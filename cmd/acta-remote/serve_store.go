@@ -103,6 +103,7 @@ func queryOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 		MaxSamples:    q.MaxSamples,
 		Timeout:       q.Timeout,
 		LookbackDelta: q.LookbackDelta,
+		SubqueryStep:  q.DefaultSubqueryStep,
 		MaxConcurrent: q.MaxConcurrent,
 		MaxQueueWait:  q.MaxQueueWait,
 		EnableAdmin:   q.AdminAPIEnabled,
