@@ -61,6 +61,29 @@ func points(dst *promql.Series, s actastore.Series) error {
 	return nil
 }
 
+// pointsIterator is Prometheus's iterator over a series' points plus the
+// point slices it iterates, which the next series handed this iterator
+// for reuse (the engine passes the previous series' iterator once it is
+// done with it) reads into. Every method comes from the embedded iterator.
+type pointsIterator struct {
+	chunkenc.Iterator
+	ps promql.Series
+}
+
+// iteratorOf reads s into reuse's buffers when reuse is a pointsIterator,
+// or into new ones.
+func iteratorOf(s actastore.Series, reuse chunkenc.Iterator) chunkenc.Iterator {
+	it, ok := reuse.(*pointsIterator)
+	if !ok {
+		it = &pointsIterator{}
+	}
+	if err := points(&it.ps, s); err != nil {
+		return newErrIterator(err)
+	}
+	it.Iterator = promql.NewStorageSeries(it.ps).Iterator(it.Iterator)
+	return it
+}
+
 // errIterator is an iterator that ends at once with err; its other
 // methods come from chunkenc's empty iterator.
 type errIterator struct {

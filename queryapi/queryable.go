@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
@@ -137,16 +136,13 @@ type series struct{ s actastore.Series }
 
 func (s *series) Labels() labels.Labels { return s.s.Labels() }
 
-// Iterator reads the series' samples into memory for the engine's
-// iterator each time it is called: the engine iterates a selector's series
-// one after another, so only the series being evaluated is held twice
-// (the store's copy and the engine's points).
+// Iterator reads the series' samples into the engine's point form each
+// time it is called, into the buffers of the iterator it is handed back:
+// the engine iterates a selector's series one after another, so one
+// series' points are held twice (the store's copy and the engine's), and
+// a query allocates them about once.
 func (s *series) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
-	var ps promql.Series
-	if err := points(&ps, s.s); err != nil {
-		return newErrIterator(err)
-	}
-	return promql.NewStorageSeries(ps).Iterator(reuse)
+	return iteratorOf(s.s, reuse)
 }
 
 // labelsSet is a storage.SeriesSet of label sets without samples.
