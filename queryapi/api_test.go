@@ -220,6 +220,10 @@ func TestClientDrivesEveryEndpoint(t *testing.T) {
 		if err != nil || len(none) != 0 {
 			t.Errorf("metadata of an unknown metric: %v %v", none, err)
 		}
+		two, err := c.Metadata(ctx, "", "2")
+		if err != nil || len(two) != 2 {
+			t.Errorf("metadata limit 2: %v %v", two, err)
+		}
 	})
 	t.Run("exemplars", func(t *testing.T) {
 		res, err := c.QueryExemplars(ctx, `qa_requests_total{code=~"200|500"}`, at(fixT0), at(fixT0+fixDuration))
@@ -265,6 +269,11 @@ func TestClientDrivesEveryEndpoint(t *testing.T) {
 		if err != nil || pretty != `"sum by (job) (rate(x[5m]))"` {
 			t.Errorf("format_query: %q %v", pretty, err)
 		}
+	})
+	t.Run("parse_query", func(t *testing.T) {
+		srv, _ := serve(t, st, testOptions())
+		checkAnswer(t, srv, "GET", "/api/v1/parse_query", "query=up%7Bjob%3D%22api%22%7D",
+			200, `{"status":"success","data":{"anchored":false,"matchers":[{"name":"job","type":"=","value":"api"},{"name":"__name__","type":"=","value":"up"}],"name":"up","offset":0,"offsetExpr":null,"smoothed":false,"startOrEnd":null,"timestamp":null,"type":"vectorSelector"}}`)
 	})
 	t.Run("tsdb", func(t *testing.T) {
 		res, err := c.TSDB(ctx, promv1.WithLimit(3))
