@@ -270,6 +270,23 @@ func TestClientDrivesEveryEndpoint(t *testing.T) {
 			t.Errorf("format_query: %q %v", pretty, err)
 		}
 	})
+	t.Run("stats and lookback_delta", func(t *testing.T) {
+		srv, _ := serve(t, st, testOptions())
+		code, body, _ := send(t, srv, "GET", "/api/v1/query", "query=qa_slow_gauge&time=1767225620&stats=all")
+		if code != 200 || !strings.Contains(body, `"stats":{"timings":{`) || !strings.Contains(body, `"totalQueryableSamples":1`) {
+			t.Errorf("stats=all: %d %s", code, body)
+		}
+		// qa_slow_gauge's samples are 60 s apart: with a 10 s lookback an
+		// instant 20 s after one finds nothing, with the default 5m it does.
+		code, body, _ = send(t, srv, "GET", "/api/v1/query", "query=qa_slow_gauge&time=1767225680&lookback_delta=10s")
+		if code != 200 || body != `{"status":"success","data":{"resultType":"vector","result":[]}}` {
+			t.Errorf("lookback_delta 10s: %d %s", code, body)
+		}
+		code, body, _ = send(t, srv, "GET", "/api/v1/query", "query=qa_slow_gauge&time=1767225680")
+		if code != 200 || !strings.Contains(body, `"value":[1767225680,"1.5"]`) {
+			t.Errorf("default lookback: %d %s", code, body)
+		}
+	})
 	t.Run("parse_query", func(t *testing.T) {
 		srv, _ := serve(t, st, testOptions())
 		checkAnswer(t, srv, "GET", "/api/v1/parse_query", "query=up%7Bjob%3D%22api%22%7D",

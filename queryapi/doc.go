@@ -14,10 +14,10 @@
 // What this package adds:
 //
 //   - storage.Queryable over the store (queryable.go): Select for PromQL,
-//     float samples and native histograms merged into one iterator per
-//     series (iterator.go); series and label lookups from the label index
-//     (labels.go); store errors mapped to the engine's error kinds
-//     (errors.go).
+//     a series' float samples and native histograms handed to Prometheus's
+//     own in-memory iterator (iterator.go); series and label lookups from
+//     the label index (labels.go); store errors mapped to the engine's
+//     error kinds (errors.go).
 //   - exemplars, metadata (the store's metadata stands in for the metadata
 //     cache of one scrape target, which is where Prometheus's handler reads
 //     it), cardinality statistics for /api/v1/status/tsdb and series

@@ -99,6 +99,9 @@ func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 	}
 	plan := planReads(d, o.Gen.Seed, o.ReadReps)
 	pplan := planPromQL(d, o.Gen.Seed)
+	for _, q := range pplan {
+		logf("%s: %s over [%d, %d] ms, step %s", q.name, q.expr, q.start, q.end, q.step)
+	}
 	vrng := rand.New(rand.NewPCG(o.Gen.Seed, 0x7e51f1))
 	var vidx []int
 	for _, i := range vrng.Perm(d.NumSeries())[:min(o.VerifySeries, d.NumSeries())] {
