@@ -140,22 +140,22 @@ func New(st Store, o Options) *API {
 		log.With("component", "query api"),
 		nil,     // rules: none
 		0, 0, 0, // its remote read is not mounted
-		false,
+		false, // not an agent
 		noCORS,
 		func() (v1.RuntimeInfo, error) { return runtimeInfo(started, o.StorageRetention) },
 		&build,
 		nil, nil, // notifications: none
 		headChunksGatherer(statsReader),
-		nil, // its remote read handler's metrics: not mounted, not registered
-		nil,
+		nil,                             // its remote read handler's metrics: not mounted, not registered
+		nil,                             // the default stats renderer
 		false, nil, false, false, false, // remote write and OTLP receivers off
 		o.LookbackDelta,
-		false, false,
-		nil,
-		nil,
+		false, false, // no type and unit labels, no metadata appending
+		nil, // Prometheus's error codes
+		nil, // no feature registry
 		v1.OpenAPIOptions{},
-		nil, // Prometheus's default parser
-		false,
+		nil,   // Prometheus's default parser
+		false, // no query cost estimation
 		o.Timeout,
 	)
 	r := route.New().WithPrefix("/api/v1")
