@@ -177,6 +177,12 @@ func (t *txn) addSeries(d *SeriesData) {
 	if len(d.Samples) == 0 && len(d.Histograms) == 0 && len(d.Exemplars) == 0 {
 		return
 	}
+	if !t.anyStorable(d) {
+		// Every item fails a check that needs no series (bounds, validity):
+		// refuse them without creating a series that would hold nothing.
+		t.rejectUnstorable(d)
+		return
+	}
 	ms, reason, err := t.rs.resolve(d)
 	if err != nil {
 		t.rejectSeries(d, reason, err)
@@ -232,6 +238,48 @@ func (t *txn) addSeries(d *SeriesData) {
 	if ts.f1 > ts.f0 || ts.h1 > ts.h0 || ts.e1 > ts.e0 {
 		t.series = append(t.series, ts)
 	}
+}
+
+// anyStorable reports whether some item of d passes the checks that need
+// no series: the time bounds, a histogram's validity, an exemplar's label
+// length. For a new series any such item is stored, so a series is created
+// only when it will hold something.
+func (t *txn) anyStorable(d *SeriesData) bool {
+	b := t.bounds()
+	for _, smp := range d.Samples {
+		if smp.T <= b.max && smp.T >= b.min {
+			return true
+		}
+	}
+	for _, h := range d.Histograms {
+		if h.T <= b.max && h.T >= b.min && histograms.valid(h) == nil {
+			return true
+		}
+	}
+	for _, e := range d.Exemplars {
+		if exemplarOK(e, b) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// rejectUnstorable counts and describes every item of a series none of
+// whose items can be stored.
+func (t *txn) rejectUnstorable(d *SeriesData) {
+	lset := d.Labels
+	if lset.IsEmpty() && len(d.LabelPairs) > 0 {
+		lset, _ = labelsFromPairs(&t.rs.sb, d.LabelPairs)
+	}
+	ms := &memSeries{lset: lset} // for the messages only
+	var fv, hv []verdictAt
+	nothing := newTrack[Sample]()
+	_, fv, _ = acceptKind(floats, &nothing, d.Samples, nil, nil, t.bounds(), 0)
+	hnothing := newTrack[HistogramSample]()
+	_, hv, _ = acceptKind(histograms, &hnothing, d.Histograms, nil, nil, t.bounds(), 0)
+	verdicts(t, floats, ms, d.Samples, fv, &t.res.Samples)
+	verdicts(t, histograms, ms, d.Histograms, hv, &t.res.Histograms)
+	t.addExemplars(ms, d.Exemplars)
 }
 
 func (t *txn) isLogged(ms *memSeries) bool {
@@ -366,17 +414,27 @@ func (t *txn) boundsErr(ms *memSeries, what string, ts int64) error {
 func (t *txn) addExemplars(ms *memSeries, es []Exemplar) {
 	b := t.bounds()
 	for _, e := range es {
-		runes := 0
-		e.Labels.Range(func(l labels.Label) { runes += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value) })
-		switch {
-		case runes > exemplarMaxLabelRunes:
-			t.res.reject(&t.res.Exemplars, 1, ReasonExemplarLabels, nil)
-		case e.T != 0 && (e.T > b.max || e.T < b.min):
-			t.res.reject(&t.res.Exemplars, 1, ReasonOutOfBounds, nil)
-		default:
+		if reason := exemplarOK(e, b); reason != "" {
+			t.res.reject(&t.res.Exemplars, 1, reason, nil)
+			continue
+		}
+		if ms.ref != 0 {
 			t.exs = append(t.exs, e)
 		}
 	}
+}
+
+// exemplarOK is "" for an exemplar the store keeps, else why it is dropped.
+func exemplarOK(e Exemplar, b timeBounds) string {
+	runes := 0
+	e.Labels.Range(func(l labels.Label) { runes += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value) })
+	switch {
+	case runes > exemplarMaxLabelRunes:
+		return ReasonExemplarLabels
+	case e.T != 0 && (e.T > b.max || e.T < b.min):
+		return ReasonOutOfBounds
+	}
+	return ""
 }
 
 // addMetadata keeps the metadata of the batch, copied (the store keeps it).

@@ -147,6 +147,15 @@ func TestTimeBounds(t *testing.T) {
 			t.Fatalf("normal sample at %d after the bad ones: %+v %v", ts, res, err)
 		}
 	}
+	// A series none of whose samples can be stored is not created: it is
+	// neither listed nor counted against max_series.
+	phantom := labels.FromStrings("__name__", "only_future")
+	if res, err := s.Append(ctx, []SeriesSamples{{Labels: phantom, Samples: []Sample{{T: day0 + 24*hour, V: 1}}}}); err != nil || res.SamplesRejected != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got, err := s.Series(ctx, labels.MustNewMatcher(labels.MatchEqual, "__name__", "only_future")); err != nil || len(got) != 0 {
+		t.Fatalf("a series with nothing stored was created: %v %v", got, err)
+	}
 	// The floor is configurable.
 	s2 := openT(t, t.TempDir(), Options{MaintenanceInterval: -1, MinTimestamp: math.MinInt64})
 	defer s2.Close()

@@ -30,6 +30,8 @@ type Config struct {
 	Storage     StorageConfig     `yaml:"storage"`
 	RemoteWrite RemoteWriteConfig `yaml:"remote_write"`
 	RemoteRead  RemoteReadConfig  `yaml:"remote_read"`
+	// Query is the Prometheus HTTP query API (PromQL, series, labels, ...).
+	Query QueryConfig `yaml:"query"`
 	// OTLP is the OTLP metrics receiver's block; its keys, defaults and
 	// validation belong to package otlp.
 	OTLP otlp.Config `yaml:"otlp"`

@@ -43,6 +43,13 @@ func TestDefaults(t *testing.T) {
 		{"remote_read.max_samples_per_query", c.RemoteRead.MaxSamplesPerQuery, int64(50_000_000)},
 		{"remote_read.max_concurrent", c.RemoteRead.MaxConcurrent, 10},
 		{"remote_read.max_bytes_per_frame", c.RemoteRead.MaxBytesPerFrame, ByteSize(1 << 20)},
+		// Prometheus's own flag defaults.
+		{"query.max_samples", c.Query.MaxSamples, 50_000_000},
+		{"query.timeout", c.Query.Timeout, 2 * time.Minute},
+		{"query.max_concurrent", c.Query.MaxConcurrent, 20},
+		{"query.lookback_delta", c.Query.LookbackDelta, 5 * time.Minute},
+		{"query.default_subquery_step", c.Query.DefaultSubqueryStep, time.Minute},
+		{"query.admin_api_enabled", c.Query.AdminAPIEnabled, false},
 	}
 	// default.yaml repeats otlp's defaults for the reader; they must agree.
 	if !reflect.DeepEqual(normalize(c.OTLP), normalize(otlp.DefaultConfig())) {
@@ -113,6 +120,7 @@ func TestLoadBad(t *testing.T) {
 	f("bad_auth_basic.yaml", "auth.basic:", `username and password_file must be set together, got username "prometheus" and password_file ""`)
 	f("bad_tls_half.yaml", "tls:", "cert_file and key_file must be set together")
 	f("bad_tls_client_ca.yaml", "tls.client_ca_file:", "needs tls.cert_file and tls.key_file")
+	f("bad_query_timeout.yaml", "query.timeout:", "must be between 1s and 24h0m0s, got 0s")
 	f("bad_memory_budget.yaml", "storage.memory_budget:", "requests in flight may hold 12457082880 bytes (remote_write 64 x (33554432 + 134217728)")
 }
 

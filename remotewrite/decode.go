@@ -42,7 +42,7 @@ func (h *Handler) endSeries(s *scratch, idx, lo, hlo, elo int, md *actastore.Met
 		s.spans = append(s.spans, span{lo, len(s.samples), hlo, len(s.hists), elo, len(s.exs)})
 	}
 	if md != nil {
-		s.batch.AddMetadata(actastore.NamedMetadata{Name: lset.Get(model.MetricNameLabel), Metadata: *md})
+		s.batch.AddMetadata(actastore.NamedMetadata{Name: familyOf(lset.Get(model.MetricNameLabel), md.Type), Metadata: *md})
 	}
 }
 

@@ -78,14 +78,16 @@ func verify(d *Dataset, rd reader, idx []int, tol float64) VerifyResult {
 
 // ReadResult is the latency of one kind of query, repeated.
 type ReadResult struct {
-	Query        string  `json:"query"`
-	Reps         int     `json:"reps"`
-	Series       int     `json:"series"`  // per query (the last one), as returned
-	Samples      int64   `json:"samples"` // per query (the last one), as returned
-	WantSeries   int     `json:"want_series"`
-	P50Ms        float64 `json:"p50_ms"`
-	MaxMs        float64 `json:"max_ms"`
-	Err          string  `json:"error,omitempty"`
+	Query      string  `json:"query"`
+	Reps       int     `json:"reps"`
+	Series     int     `json:"series"`  // per query (the last one), as returned
+	Samples    int64   `json:"samples"` // per query (the last one), as returned
+	WantSeries int     `json:"want_series"`
+	P50Ms      float64 `json:"p50_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	Err        string  `json:"error,omitempty"`
+	// Answer is the SHA-256 of a PromQL query's last answer (promql.go).
+	Answer       string `json:"answer_sha256,omitempty"`
 	rangeMs      int64
 	matcherSets  [][]matcher
 	wantSeriesOf []int
