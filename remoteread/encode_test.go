@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"slices"
 	"testing"
@@ -246,3 +247,50 @@ func TestStreamClientGoneStopsPipeline(t *testing.T) {
 		t.Fatalf("%d goroutines after the cancelled reads, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// A series with nothing in range (a store that loads series lazily may
+// hand one out) is left out of both answers, as Prometheus leaves it out.
+func TestEmptySeriesLeftOut(t *testing.T) {
+	q := &histQuerier{series: []*memHistSeries{
+		{lset: labels.FromStrings("__name__", "a")},
+		{lset: labels.FromStrings("__name__", "b"), floats: []actastore.Sample{{T: 1, V: 2}}},
+		{lset: labels.FromStrings("__name__", "c")},
+	}}
+	srv := httptest.NewServer(New(q, readLimits, nil, nil))
+	defer srv.Close()
+	resp := post(t, srv.URL, readReq(samplesFirst, q0()))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	dec, err := snappy.Decode(nil, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr prompb.ReadResponse
+	if err := rr.Unmarshal(dec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rr.Results) != 1 || len(rr.Results[0].Timeseries) != 1 || len(rr.Results[0].Timeseries[0].Samples) != 1 {
+		t.Fatalf("SAMPLES answer %v, want the one series with a sample", rr.Results)
+	}
+	resp = post(t, srv.URL, readReq(bothTypes, q0()))
+	defer resp.Body.Close()
+	cr := remote.NewChunkedReader(resp.Body, 1<<24, nil)
+	frames := 0
+	for {
+		var cresp prompb.ChunkedReadResponse
+		if err := cr.NextProto(&cresp); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		frames++
+		if cs := cresp.ChunkedSeries; len(cs) != 1 || len(cs[0].Chunks) == 0 || cs[0].Labels[0].Value != "b" {
+			t.Fatalf("frame %v, want series b with its chunk", cs)
+		}
+	}
+	if frames != 1 {
+		t.Fatalf("%d frames, want 1", frames)
+	}
+}
+
+func q0() *prompb.Query { return q(0, math.MaxInt64, m(prompb.LabelMatcher_RE, "__name__", ".+")) }

@@ -140,6 +140,9 @@ func (e *samplesEncoder) encode(j *job) {
 		return
 	}
 	j.samples = int64(len(e.ts.Samples) + len(e.ts.Histograms))
+	if j.samples == 0 {
+		return // nothing in range: not part of the answer (as Prometheus leaves it out)
+	}
 
 	e.raw = protowire.AppendTag(e.raw[:0], queryResultTimeseries, protowire.BytesType)
 	if negZero {
