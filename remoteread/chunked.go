@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/prometheus/prometheus/prompb"
 
@@ -103,10 +104,10 @@ func (h *Handler) streamChunks(w http.ResponseWriter, r *http.Request, queries [
 func (h *Handler) streamQuery(r *http.Request, fw *frameWriter, idx int, q query) error {
 	ss := h.q.Select(r.Context(), q.mint, q.maxt, q.matchers...)
 	b := budget{lim: &h.lim, query: idx}
-	newEncoder := func() encodeFunc {
-		cw := &chunkWriter{lim: &h.lim, maxFrame: h.lim.MaxBytesPerFrame, idx: idx}
-		cw.csp = []*prompb.ChunkedSeries{&cw.cs}
-		return cw.encode
+	newEncoder := func() seriesEncoder {
+		cw := chunkWriterPool.Get().(*chunkWriter)
+		cw.lim, cw.maxFrame, cw.idx = &h.lim, h.lim.MaxBytesPerFrame, idx
+		return cw
 	}
 	emit := func(j *job) error {
 		if err := b.addSamples(j.samples); err != nil {
@@ -138,6 +139,23 @@ type chunkWriter struct {
 	chks     []prompb.Chunk
 	cs       prompb.ChunkedSeries
 	csp      []*prompb.ChunkedSeries // {&cs}
+}
+
+var chunkWriterPool = sync.Pool{New: func() any {
+	cw := &chunkWriter{}
+	cw.csp = []*prompb.ChunkedSeries{&cw.cs}
+	return cw
+}}
+
+// release returns cw to the pool unless it holds a large buffer.
+func (cw *chunkWriter) release() {
+	if cap(cw.data) > maxPooledJob {
+		return
+	}
+	clear(cw.chks[:cap(cw.chks)])
+	clear(cw.lbls[:cap(cw.lbls)])
+	cw.cs = prompb.ChunkedSeries{}
+	chunkWriterPool.Put(cw)
 }
 
 // encode fills j.out with the series' frames: XOR chunks of at most

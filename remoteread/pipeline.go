@@ -52,10 +52,14 @@ func (j *job) reset() {
 	j.raw, j.frames, j.samples = 0, 0, 0
 }
 
-// encodeFunc fills a job's out (and counts) from its series; each worker
-// goroutine gets its own from the newEncoder passed to eachSeries, so it
-// may keep scratch between series.
-type encodeFunc func(j *job)
+// seriesEncoder fills a job's out (and counts) from its series. Each
+// worker goroutine gets its own from the newEncoder passed to eachSeries,
+// so it keeps scratch between series, and releases it when done (the
+// encoders are pooled: a steady stream of reads reuses their buffers).
+type seriesEncoder interface {
+	encode(j *job)
+	release()
+}
 
 // eachSeries encodes every series of ss and calls emit with each in series
 // order. idle, if not nil, is called before emit would wait for a series
@@ -66,7 +70,7 @@ type encodeFunc func(j *job)
 //
 // A query selecting one series is encoded on the calling goroutine: no
 // pipeline to start for the latency-bound single-series read.
-func eachSeries(ctx context.Context, ss actastore.SeriesSet, idx int, b *budget, newEncoder func() encodeFunc, emit func(*job) error, idle func()) error {
+func eachSeries(ctx context.Context, ss actastore.SeriesSet, idx int, b *budget, newEncoder func() seriesEncoder, emit func(*job) error, idle func()) error {
 	defer ss.Close()
 	if !ss.Next() {
 		return storeErr(idx, ss.Err())
@@ -82,7 +86,9 @@ func eachSeries(ctx context.Context, ss actastore.SeriesSet, idx int, b *budget,
 		j := getJob()
 		defer putJob(j)
 		j.s = first
-		newEncoder()(j)
+		enc := newEncoder()
+		enc.encode(j)
+		enc.release()
 		if j.err != nil {
 			return j.err
 		}
@@ -159,12 +165,13 @@ func eachSeries(ctx context.Context, ss actastore.SeriesSet, idx int, b *budget,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			encode := newEncoder()
+			enc := newEncoder()
+			defer enc.release()
 			for j := range jobs {
 				if err := ctx.Err(); err != nil {
 					j.err = err
 				} else {
-					encode(j)
+					enc.encode(j)
 				}
 				j.done <- struct{}{}
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/acta-remote/acta-remote/apistatus"
 
@@ -82,9 +83,10 @@ func (h *Handler) samples(w http.ResponseWriter, r *http.Request, queries []quer
 func (h *Handler) selectSamples(r *http.Request, idx int, q query) (comp []byte, raw int, samples int64, err error) {
 	ss := h.q.Select(r.Context(), q.mint, q.maxt, q.matchers...)
 	b := budget{lim: &h.lim, query: idx}
-	newEncoder := func() encodeFunc {
-		e := &samplesEncoder{lim: &h.lim, idx: idx}
-		return e.encode
+	newEncoder := func() seriesEncoder {
+		e := samplesEncoderPool.Get().(*samplesEncoder)
+		e.lim, e.idx = &h.lim, idx
+		return e
 	}
 	emit := func(j *job) error {
 		if err := b.addSamples(j.samples); err != nil {
@@ -107,6 +109,19 @@ type samplesEncoder struct {
 	ts  prompb.TimeSeries
 	raw []byte
 	m   easyproto.Marshaler // series holding -0 only
+}
+
+var samplesEncoderPool = sync.Pool{New: func() any { return &samplesEncoder{} }}
+
+// release returns e to the pool unless it holds a large buffer.
+func (e *samplesEncoder) release() {
+	if cap(e.raw) > maxPooledJob {
+		return
+	}
+	clear(e.ts.Labels[:cap(e.ts.Labels)])
+	clear(e.ts.Histograms[:cap(e.ts.Histograms)])
+	e.ts.Labels, e.ts.Samples, e.ts.Histograms = e.ts.Labels[:0], e.ts.Samples[:0], e.ts.Histograms[:0]
+	samplesEncoderPool.Put(e)
 }
 
 // encode sets j.piece to the compressed QueryResult.timeseries field of
