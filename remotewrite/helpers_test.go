@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,7 +61,11 @@ func (m *memAppender) Commit(_ context.Context, b *actastore.Batch) (actastore.R
 			res.Exemplars.Written += len(s.Exemplars)
 		}
 	}
-	m.meta = append(m.meta, b.Metadata...)
+	// Copies, as the store makes: the batch's strings may alias the body.
+	for _, md := range b.Metadata {
+		m.meta = append(m.meta, actastore.NamedMetadata{Name: strings.Clone(md.Name), Metadata: actastore.Metadata{
+			Type: md.Type, Unit: strings.Clone(md.Unit), Help: strings.Clone(md.Help)}})
+	}
 	res.Metadata.Written = len(b.Metadata)
 	res.Errors = m.errs
 	return res, nil
