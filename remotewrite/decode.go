@@ -137,6 +137,9 @@ func (h *Handler) finishSeriesV2(s *scratch, idx int, symbols []string, refs []u
 			h.addPair(s, name, symbols[ref])
 		}
 	}
+	// ToExemplar builds each label set with a ScratchBuilder, which copies
+	// the strings into one of its own (stringlabels, Prometheus's default
+	// build): the store may keep it though the symbols alias the body.
 	for i := range exs {
 		e, err := exs[i].ToExemplar(&s.sb, symbols)
 		if err != nil {
