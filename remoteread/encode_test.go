@@ -294,3 +294,23 @@ func TestEmptySeriesLeftOut(t *testing.T) {
 }
 
 func q0() *prompb.Query { return q(0, math.MaxInt64, m(prompb.LabelMatcher_RE, "__name__", ".+")) }
+
+// segments keeps what it is given, in order, across block boundaries and
+// for pieces larger than a block.
+func TestSegments(t *testing.T) {
+	var sg segments
+	var want []byte
+	rng := rand.New(rand.NewSource(3))
+	for _, n := range []int{0, 10, segmentBytes - 20, 30, segmentBytes + 5, 1, segmentBytes, 7} {
+		b := make([]byte, n)
+		rng.Read(b)
+		sg.append(b)
+		want = append(want, b...)
+	}
+	if got := bytes.Join(sg, nil); !bytes.Equal(got, want) {
+		t.Fatalf("segments hold %d bytes, want %d (or differ)", len(got), len(want))
+	}
+	if len(sg) < 4 {
+		t.Fatalf("%d segments: the blocks were not cut", len(sg))
+	}
+}

@@ -45,10 +45,26 @@ const (
 
 const negZeroBits = 1 << 63 // math.Float64bits(-0)
 
+// segmentBytes is the size of the blocks the compressed answer is
+// gathered in: appending to one growing slice would copy it again at every
+// doubling (a many-series answer is tens of MB).
+const segmentBytes = 1 << 20
+
+// segments is bytes gathered in blocks, written in order.
+type segments [][]byte
+
+func (sg *segments) append(b []byte) {
+	if n := len(*sg); n > 0 && cap((*sg)[n-1])-len((*sg)[n-1]) >= len(b) {
+		(*sg)[n-1] = append((*sg)[n-1], b...)
+		return
+	}
+	*sg = append(*sg, append(make([]byte, 0, max(segmentBytes, len(b))), b...))
+}
+
 // samples answers with the snappy ReadResponse.
 func (h *Handler) samples(w http.ResponseWriter, r *http.Request, queries []query) {
-	parts := make([][]byte, 0, 2*len(queries)) // compressed elements, in order
-	total := 0                                 // uncompressed ReadResponse length
+	var parts segments // compressed elements, in order
+	total := 0         // uncompressed ReadResponse length
 	var nsamples int64
 	for i, q := range queries {
 		comp, raw, n, err := h.selectSamples(r, i, q)
@@ -59,7 +75,8 @@ func (h *Handler) samples(w http.ResponseWriter, r *http.Request, queries []quer
 		prefix := protowire.AppendTag(nil, readResponseResults, protowire.BytesType)
 		prefix = protowire.AppendVarint(prefix, uint64(raw))
 		piece, _ := compressPiece(nil, prefix)
-		parts = append(parts, piece, comp)
+		parts = append(parts, piece)
+		parts = append(parts, comp...)
 		total += len(prefix) + raw
 		nsamples += n
 	}
@@ -80,7 +97,7 @@ func (h *Handler) samples(w http.ResponseWriter, r *http.Request, queries []quer
 
 // selectSamples returns one query's series as compressed snappy elements,
 // their uncompressed length and the samples they hold.
-func (h *Handler) selectSamples(r *http.Request, idx int, q query) (comp []byte, raw int, samples int64, err error) {
+func (h *Handler) selectSamples(r *http.Request, idx int, q query) (comp segments, raw int, samples int64, err error) {
 	ss := h.q.Select(r.Context(), q.mint, q.maxt, q.matchers...)
 	b := budget{lim: &h.lim, query: idx}
 	newEncoder := func() seriesEncoder {
@@ -92,7 +109,7 @@ func (h *Handler) selectSamples(r *http.Request, idx int, q query) (comp []byte,
 		if err := b.addSamples(j.samples); err != nil {
 			return err
 		}
-		comp = append(comp, j.piece...)
+		comp.append(j.piece)
 		raw += j.raw
 		return nil
 	}
