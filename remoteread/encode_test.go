@@ -310,7 +310,12 @@ func TestSegments(t *testing.T) {
 	if got := bytes.Join(sg, nil); !bytes.Equal(got, want) {
 		t.Fatalf("segments hold %d bytes, want %d (or differ)", len(got), len(want))
 	}
-	if len(sg) < 4 {
-		t.Fatalf("%d segments: the blocks were not cut", len(sg))
+	if len(sg) < 4 || cap(sg[0]) != 0 && cap(sg[0]) != 10 {
+		t.Fatalf("%d segments, the first of capacity %d: blocks not cut, or the first not of the first piece's size", len(sg), cap(sg[0]))
+	}
+	for i := range sg {
+		if cap(sg[i]) > 2*segmentBytes {
+			t.Fatalf("segment %d has capacity %d", i, cap(sg[i]))
+		}
 	}
 }

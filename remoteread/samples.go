@@ -45,20 +45,27 @@ const (
 
 const negZeroBits = 1 << 63 // math.Float64bits(-0)
 
-// segmentBytes is the size of the blocks the compressed answer is
-// gathered in: appending to one growing slice would copy it again at every
-// doubling (a many-series answer is tens of MB).
+// segmentBytes is the largest block the compressed answer is gathered in:
+// appending to one growing slice would copy it again at every doubling (a
+// many-series answer is tens of MB).
 const segmentBytes = 1 << 20
 
-// segments is bytes gathered in blocks, written in order.
+// segments is bytes gathered in blocks, written in order. Blocks double
+// from the first piece's size up to segmentBytes, so a one-series answer
+// costs one block of its size.
 type segments [][]byte
 
 func (sg *segments) append(b []byte) {
-	if n := len(*sg); n > 0 && cap((*sg)[n-1])-len((*sg)[n-1]) >= len(b) {
+	n := len(*sg)
+	if n > 0 && cap((*sg)[n-1])-len((*sg)[n-1]) >= len(b) {
 		(*sg)[n-1] = append((*sg)[n-1], b...)
 		return
 	}
-	*sg = append(*sg, append(make([]byte, 0, max(segmentBytes, len(b))), b...))
+	size := len(b)
+	if n > 0 {
+		size = max(size, min(segmentBytes, 2*cap((*sg)[n-1])))
+	}
+	*sg = append(*sg, append(make([]byte, 0, size), b...))
 }
 
 // samples answers with the snappy ReadResponse.
