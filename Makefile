@@ -26,6 +26,7 @@ vet:
 
 unit:
 	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -race -timeout 10m -run 'TestConcurrent' ./actastore
 
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)

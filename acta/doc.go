@@ -23,8 +23,11 @@
 //     selection live in internal/encoding; this package frames them.
 //     (decode.go, writer_block.go)
 //   - §13.1 sequential discovery and growth (discover.go, refresh.go);
-//     §13.2 recovery to the last complete frame (recovery.go). Salvage mode
-//     is not implemented.
+//     §13.2 recovery to the last complete frame (recovery.go) and salvage
+//     mode (salvage.go): frames found on 8-byte boundaries past a corrupt
+//     region are kept only when every check holds (and they decode),
+//     written renumbered to a new file, and every skipped byte range is
+//     reported.
 //
 // Reading: Open gives a snapshot (Blocks, ReadBlock, Scan with projection
 // and half-open primary ranges, binary search inside TS_SORTED blocks);

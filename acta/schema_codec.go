@@ -88,8 +88,10 @@ func buildFrame(dst []byte, typ uint16, seq uint64, header, payload []byte) []by
 // parseSchema decodes a schema frame's header and payload. hoff and poff are
 // their file offsets, for error messages.
 func parseSchema(header, payload []byte, hoff, poff int64, l *Limits) (*Schema, error) {
-	if len(header) < schemaHeaderSize {
-		return nil, corruptf(hoff, "schema frame header is %d bytes, want at least %d", len(header), schemaHeaderSize)
+	// §7 fixes the header at 24 bytes; the reference refuses any other
+	// length rather than ignore what a longer one might mean.
+	if len(header) != schemaHeaderSize {
+		return nil, corruptf(hoff-prefixSize+16, "schema frame header is %d bytes, want %d", len(header), schemaHeaderSize)
 	}
 	s := &Schema{ID: le.Uint64(header[0:]), Primary: le.Uint32(header[12:])}
 	n := le.Uint32(header[8:])
@@ -148,6 +150,12 @@ func parseSchema(header, payload []byte, hoff, poff int64, l *Limits) (*Schema, 
 		}
 		s.Columns = append(s.Columns, c)
 		p += dlen
+	}
+	// §7: the payload is the column descriptors, each carrying its own
+	// padding, so bytes after the last one belong to nothing. The reference
+	// refuses them; accepting them would let two readers disagree.
+	if p != len(payload) {
+		return nil, corruptf(poff+int64(p), "schema descriptors end after %d bytes, payload has %d", p, len(payload))
 	}
 	if err := s.Validate(); err != nil {
 		return nil, corruptf(poff, "%v", err)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/acta-remote/acta-remote/durable"
+
 	"github.com/acta-remote/acta-remote/acta/internal/encoding"
 )
 
@@ -386,7 +388,7 @@ func (w *Writer) Sync() error {
 		return fmt.Errorf("%w: %v", ErrPoisoned, w.poison)
 	}
 	if w.newFile {
-		if err := syncDir(filepath.Dir(w.path)); err != nil {
+		if err := durable.SyncDir(filepath.Dir(w.path)); err != nil {
 			return fmt.Errorf("acta: sync directory of %s: %w", w.path, err)
 		}
 		w.newFile = false

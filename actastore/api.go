@@ -38,6 +38,9 @@ var (
 	ErrInvalidSeries = errors.New("actastore: invalid series labels")
 	// ErrOutOfOrder: the sample is older than the out-of-order window allows.
 	ErrOutOfOrder = errors.New("actastore: out-of-order sample")
+	// ErrOutOfBounds: the timestamp is beyond Options.MaxFuture ahead of the
+	// store's clock, or below Options.MinTimestamp.
+	ErrOutOfBounds = errors.New("actastore: sample timestamp out of bounds")
 	// ErrDuplicateSample: same timestamp as a stored sample, different value.
 	ErrDuplicateSample = errors.New("actastore: duplicate sample for timestamp")
 	// ErrTooManySeries: the series limit (cardinality) would be exceeded.
@@ -88,9 +91,14 @@ const (
 	ReasonOutOfOrder       = "out_of_order"
 	ReasonDuplicate        = "duplicate"
 	ReasonTooManySeries    = "too_many_series"
+	ReasonOutOfBounds      = "out_of_bounds"
+	// ReasonExemplarLabels: an exemplar's labels exceed 128 UTF-8
+	// characters (OpenMetrics); it is dropped, as Prometheus drops it.
+	ReasonExemplarLabels = "exemplar_labels_too_long"
 )
 
-var reasons = []string{ReasonInvalidSeries, ReasonInvalidHistogram, ReasonOutOfOrder, ReasonDuplicate, ReasonTooManySeries}
+var reasons = []string{ReasonInvalidSeries, ReasonInvalidHistogram, ReasonOutOfOrder, ReasonDuplicate, ReasonTooManySeries,
+	ReasonOutOfBounds, ReasonExemplarLabels}
 
 // ReasonOf names the rejection reason of an error wrapping one of the data
 // sentinels, or "" for any other error.
@@ -106,6 +114,8 @@ func ReasonOf(err error) string {
 		return ReasonDuplicate
 	case errors.Is(err, ErrTooManySeries):
 		return ReasonTooManySeries
+	case errors.Is(err, ErrOutOfBounds):
+		return ReasonOutOfBounds
 	}
 	return ""
 }

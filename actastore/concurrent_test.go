@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/acta-remote/acta-remote/rotation"
 )
 
 // TestConcurrentAppendFlushSelect appends from several goroutines while the
@@ -17,6 +19,66 @@ import (
 func TestConcurrentAppendFlushSelect(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{BlockRows: 8, MaxHeadAge: 2 * time.Millisecond, WALSegmentSize: 8 << 10, MaxOpenFiles: 4})
 	defer s.Close()
+	concurrentAppendSelect(t, s, nil)
+}
+
+// TestConcurrentReadsWhileFilesChange is the same while files change under
+// the readers and their cache every way they can: rotation every 20 ms of
+// sample time seals files, which maintenance compacts (rename over) as
+// soon as they are sealed; retention deletes files of another series
+// group; deletions rewrite and delete files of a third. Run with -race
+// (make unit does).
+func TestConcurrentReadsWhileFilesChange(t *testing.T) {
+	// The checked series hold samples at 0..149 ms: with the clock just
+	// before 01:00 on 1970-01-01 and a 1 h retention, only the "old" group
+	// (an hour earlier still) expires.
+	clk := &fakeClock{}
+	clk.Set(hour - 1)
+	s := openT(t, t.TempDir(), Options{BlockRows: 8, MaxHeadAge: 2 * time.Millisecond, WALSegmentSize: 8 << 10, MaxOpenFiles: 4,
+		MaxOpenReaders: 16, Rotation: rotation.Policy{Period: 20 * time.Millisecond}, MaintenanceInterval: 5 * time.Millisecond,
+		Compaction: CompactionOptions{BlockRows: 1024}, Retention: rotation.Retention{MaxAge: time.Hour}, Now: clk.Now,
+		MinTimestamp: math.MinInt64})
+	defer s.Close()
+	churn := func(stop chan struct{}) {
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Old data retention deletes at once, and data deleted again.
+			var b Batch
+			b.Add(labels.FromStrings("__name__", "old", "k", string(rune('a'+k%4))), []Sample{{T: -2*hour - int64(k), V: 1}}, nil, nil)
+			b.Add(labels.FromStrings("__name__", "del", "k", string(rune('a'+k%4))), []Sample{{T: int64(k), V: 1}, {T: int64(k) + 1000, V: 2}}, nil, nil)
+			if _, err := s.Commit(ctx, &b); err != nil {
+				t.Error(err)
+				return
+			}
+			if k%3 == 0 {
+				if err := s.FlushAll(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if _, err := s.DeleteSeries(ctx, int64(k), int64(k), labels.MustNewMatcher(labels.MatchEqual, "__name__", "del")); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}
+	concurrentAppendSelect(t, s, churn)
+	if n, _ := s.readers.stats(); n > 16 {
+		t.Errorf("%d readers open, limit 16", n)
+	}
+	if s.readers.hits.Load() == 0 {
+		t.Errorf("the reader cache never hit")
+	}
+	t.Logf("reader cache: %d hits, %d misses, %d evictions", s.readers.hits.Load(), s.readers.misses.Load(), s.readers.evictions.Load())
+}
+
+// concurrentAppendSelect runs the writers and readers of the concurrent
+// tests, and churn (if any) beside them until the writers are done.
+func concurrentAppendSelect(t *testing.T, s *Store, churn func(stop chan struct{})) {
 	const writers, seriesPer, steps = 4, 5, 150
 	// acked[w] is the number of steps writer w has acknowledged.
 	var acked [writers]atomic.Int64
@@ -44,6 +106,9 @@ func TestConcurrentAppendFlushSelect(t *testing.T) {
 	}
 	var rwg sync.WaitGroup
 	var selects atomic.Int64
+	if churn != nil {
+		rwg.Go(func() { churn(stop) })
+	}
 	for r := 0; r < 2; r++ {
 		rwg.Add(1)
 		go func() {

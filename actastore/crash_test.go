@@ -213,8 +213,14 @@ func TestCrashKill9(t *testing.T) {
 // runCrashChild runs one child for about d, kills it and returns the set
 // of acknowledged batch numbers.
 func runCrashChild(t *testing.T, dir string, round int, d time.Duration) map[int]bool {
+	return runChild(t, "TestCrashChild", dir, round, d)
+}
+
+// runChild runs the child test child for about d, kills it and returns
+// the set of acknowledged batch numbers.
+func runChild(t *testing.T, child, dir string, round int, d time.Duration) map[int]bool {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvRound+"="+strconv.Itoa(round))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -274,7 +280,7 @@ func tearRandomSeriesFile(t *testing.T, dir string, r *rand.Rand) {
 	inWAL := map[uint64]bool{}
 	_, err := wal.Replay(filepath.Join(dir, walDirName), func(_ int, p []byte) error {
 		if p[0] == recSamples {
-			_, err := decodeSamplesRecord(p, nil, func(ref uint64, _ []Sample) error { inWAL[ref] = true; return nil })
+			_, err := decodeSamplesRecord(floats, p, nil, func(ref uint64, _ []Sample) error { inWAL[ref] = true; return nil })
 			return err
 		}
 		return nil

@@ -1,102 +1,125 @@
 // Package actastore is the series store: a durable series catalog with an
-// in-memory label index, a write-ahead log, in-memory head buffers, and one
-// Acta v0.2 file per series that head buffers are flushed into.
+// in-memory label index, one write-ahead log, in-memory heads, and Acta v0.2
+// files per series that heads are flushed into.
 //
-// Data flow (see DESIGN.md): Append validates and interns labels into
-// series refs, appends the batch to the WAL (group commit, fsync), returns,
-// and adds the samples to head buffers; flushes encode head buffers as
-// TS_SORTED Acta blocks; Select merges file blocks (pruned by their time
-// bounds) with the head.
+// Data flow (DESIGN.md): a receiver fills a Batch with a request's float
+// samples, native histograms, exemplars and metadata and calls Commit, which
+// checks every series and item, writes the accepted ones to the WAL with one
+// write (group commit, one fsync shared with concurrent commits), returns,
+// and adds them to the heads; flushes encode heads as TS_SORTED Acta blocks;
+// Select merges file blocks (pruned by their time bounds) with the heads.
+//
+// # The series model
+//
+// A series is its label set and a ref. What it holds comes in kinds —
+// float64 samples and native histograms (integer and float) — and a kind is
+// one small codec (kind.go; kind_float.go, kind_histogram.go): its Acta
+// schema and block conversion (histfile is the histogram codec), bit-exact
+// equality for duplicates, its WAL payload, its head footprint. A series has
+// a track per kind it holds (track.go: head, the samples being flushed, its
+// files); the head, commit, flush and rotation routing, compaction,
+// retention, start-up scan and repair and Select are written once over the
+// kind. A series may hold both kinds (a metric that changed type), each in
+// its own files: series/ for floats, histograms/ for histograms
+// (filenames.go).
 //
 // # Units
 //
 // Timestamps are int64 milliseconds since the Unix epoch everywhere (the
 // Acta timestamp column is timestamp64(ms, UTC), so nothing is converted).
 // Select ranges [mint, maxt] are inclusive at both ends. Durations in
-// Options are time.Duration.
+// Options are time.Duration, sizes bytes.
 //
 // # Series identity
 //
-// A series is its label set: sorted, unique, non-empty UTF-8 names, non-empty
-// UTF-8 values, __name__ required. Its ref is xxhash64 of the canonical label
-// encoding (docs/format/catalog.md); when two label sets share a hash, the
-// later one takes the next free value. Refs are stored in the WAL and the
-// catalog and read back, never recomputed, so they are stable across
-// restarts. File paths derive from the ref only: series/<top byte>/<ref>-
-// <start ms>.acta (filenames.go).
-//
-// # Rotation, compaction, retention
-//
-// A series has a sequence of files (Options.Rotation, package rotation):
-// flushes append to the newest only, and a new one starts at each
-// UTC-aligned period boundary or after a full file. Every sample of a file
-// is older than the next file's start, so Select skips files by name and by
-// their known smallest timestamp (an out-of-order sample for an older
-// period goes to the newest file). A background pass (Maintain) deletes
-// files retention no longer keeps, removes series left without files from
-// the index and the catalog (a type 4 record), and compacts sealed files by
-// rewrite and rename (docs/format/series.md).
+// A series is its label set: unique, non-empty UTF-8 names, non-empty UTF-8
+// values, __name__ required. A permutation of a valid label set is sorted
+// into its canonical series (as Prometheus and Mimir do), counted in
+// acta_store_series_labels_sorted_total. Its ref is xxhash64 of the
+// canonical label encoding (docs/format/catalog.md); when two label sets
+// share a hash, the later one takes the next free value. Refs are stored in
+// the WAL and the catalog and read back, never recomputed, so they are
+// stable across restarts. File paths derive from the ref only.
 //
 // # Sample semantics
 //
-//   - An exact duplicate (same timestamp, same value bits) is dropped
-//     silently and counted as written.
-//   - The same timestamp with different value bits is rejected with
-//     ErrDuplicateSample. Values compare by bits: NaNs with different
-//     payloads differ, 0 and -0 differ.
-//   - A sample more than OutOfOrderWindow behind the newest sample the series
-//     accepted is rejected with ErrOutOfOrder (0: any age is accepted).
-//     Out-of-order samples are read back in timestamp order. "Newest" is
-//     known since start-up, across clean restarts (the flush state), and
-//     after a crash from the replayed WAL and the series files it touches.
+//   - A sample more than Options.MaxFuture ahead of the store's clock, or
+//     older than Options.MinTimestamp, is ErrOutOfBounds. Rejected samples
+//     never move a series' newest timestamp.
+//   - Duplicates are detected against everything stored: the head, the
+//     samples being flushed, and the files. Same timestamp, same value bits
+//     (every field of a histogram): dropped silently and counted as
+//     written. Other bits: ErrDuplicateSample. Values compare by bits: NaNs
+//     with different payloads differ, 0 and -0 differ. Only a sample at or
+//     below the newest timestamp its files hold pays a file read (and only
+//     the blocks whose bounds hold it); in-order samples never do.
+//   - A sample more than OutOfOrderWindow behind the newest sample the
+//     series accepted is ErrOutOfOrder (0: any age is accepted), after the
+//     duplicate checks (a resent old sample is a duplicate, not out of
+//     order). Out-of-order samples are read back in timestamp order.
+//   - A histogram failing model/histogram's Validate is ErrInvalidHistogram
+//     (stale markers exempt). Exemplars: the newest 32 per series are kept;
+//     one whose labels exceed 128 UTF-8 characters (OpenMetrics) is dropped
+//     and counted, never failing the batch. Metadata: the latest per family.
 //   - Every float bit pattern is stored exactly, stale markers included.
-//   - Duplicates are detected against the head, the samples being flushed,
-//     and the newest flushed sample of the series (kept across clean
-//     restarts; after a crash, read from the file of every series with
-//     samples in the WAL; otherwise known again once the series flushes).
-//     A resent sample older than that, already in the file, is not detected:
-//     it is written again (as its own sorted block) and Select returns one
-//     sample per timestamp, the one stored first (file blocks in file order,
-//     then the head). After a restart, WAL samples already in a series file
-//     are removed from the head before it is flushed again.
-//   - Rejections are per sample or per series and never fail the batch; the
-//     AppendResult counts them and carries a few errors wrapping the
-//     sentinels. Append's own error means nothing was acknowledged.
+//   - Rejections are per item or per series and never fail the batch; the
+//     Result counts them per kind and by reason with a few errors wrapping
+//     the sentinels. Commit's own error means nothing was acknowledged.
 //
-// # Native histograms, exemplars, metadata
+// # Rotation, compaction, retention, deletion
 //
-// AppendExtras (hist_store.go) stores native histograms, integer and float,
-// under the same series identity as floats: a series may hold both (a
-// metric that changed type), each in its own file, and Select returns both
-// (HistogramSeries). Histograms follow the float sample semantics above,
-// compared bit for bit over every field; a histogram that fails
-// model/histogram's Validate is ErrInvalidHistogram (stale markers exempt).
-// They, the exemplars (newest 32 per series) and metric metadata (per
-// family) go to their own WAL before Append returns, and are flushed to
-// their files when a series buffers BlockRows histograms or after
-// 4 × MaxHeadAge. Histogram files are not rotated, compacted or removed by
-// retention yet.
+// Each track has a sequence of files (Options.Rotation, package rotation):
+// flushes append to the newest only, and a new one starts at each
+// UTC-aligned period boundary or after a full file. Every sample of a file
+// is older than the next file's start, so Select skips files by name and by
+// their known smallest timestamp. A background pass (Maintain) deletes files
+// retention no longer keeps (files of every kind planned together), removes
+// series left without files from the index and the catalog (a type 4
+// record), and compacts sealed files of every kind by rewrite and rename.
+// DeleteSeries removes a range of matching series durably: WAL tombstones
+// (type 8) first, then heads and files (delete.go).
 //
 // # Durability
 //
-// With SyncAlways (the default) Append returns only after the WAL records of
-// its batch are fsynced; concurrent appenders share fsyncs. A new series'
-// definition is in the WAL in the same group as its first samples and is
-// copied to the catalog before the WAL segment holding it is deleted.
-// Heads are flushed into series files when they reach BlockRows samples or
-// their oldest sample arrived MaxHeadAge ago; WAL segments are deleted only
-// after every sample in them is in a series file and the files are synced
-// (one syncfs on Linux). A store that was not closed cleanly has the tails
-// of its series files checked at Open — only of series with samples in the
-// WAL, the only ones whose files can be mid-append: an incomplete final
-// frame (a block whose append was interrupted) is cut, and its samples come
-// back from the WAL. Only one process may open a directory (flock on LOCK).
+// With SyncAlways (the default) Commit returns only after the WAL records of
+// its batch are fsynced; under SyncInterval one loop fsyncs the WAL (every
+// kind) every WALSyncInterval. A new series' definition is in the WAL in the
+// same write as its first items and is copied to the catalog before the WAL
+// segment holding it is deleted. Heads are flushed into series files when
+// they reach their block size or their oldest sample arrived their kind's
+// head age ago; WAL segments are deleted only after everything in them is in
+// synced files (one syncfs on Linux) and the metadata file is written. A
+// store that was not closed cleanly has the tails of the files the WAL says
+// may be mid-append checked at Open: an incomplete final frame is cut, and
+// its samples come back from the WAL. Only one process may open a directory
+// (flock on LOCK). A directory of an earlier release opens without loss
+// (upgrade.go).
+//
+// # Lock order
+//
+// Locks are taken in this order, never the reverse; a lock not listed is a
+// leaf (taken alone, last):
+//
+//  1. Store.maint.mu — one maintenance pass at a time.
+//  2. Store.truncMu — one WAL truncation, series removal or deletion at a
+//     time.
+//  3. Store.appendMu — shared by Commit, exclusive by truncation's scan
+//     and series removal.
+//  4. a series' flush lock (Store.flushLock: striped over refs) — its
+//     flushes, and removal or rewrite of its files.
+//  5. registry.mu — series maps and the label index.
+//  6. memSeries.mu — one series' tracks and exemplars; never two at once.
+//  7. writerCache.mu, then (after releasing it) writerEntry.mu; metaStore.mu
+//     and maintainer.cmu are leaves. The WAL's own locks are below all.
+//
+// No file I/O happens under registry.mu or memSeries.mu: file reads for
+// duplicate detection and for Select run between critical sections.
 //
 // # Errors
 //
 // Sentinels in api.go, tested with errors.Is: ErrInvalidSeries,
-// ErrOutOfOrder, ErrDuplicateSample, ErrTooManySeries (data errors, 400),
-// ErrOverloaded (retry), ErrQueryLimit, ErrClosed. I/O errors are wrapped
-// with the series ref or path; WAL corruption before its tail fails Open
-// with a *wal.CorruptionError.
+// ErrInvalidHistogram, ErrOutOfOrder, ErrOutOfBounds, ErrDuplicateSample,
+// ErrTooManySeries (data errors, 400), ErrOverloaded (retry), ErrQueryLimit,
+// ErrClosed. I/O errors are wrapped with the series ref or path; WAL
+// corruption before its tail fails Open with a *wal.CorruptionError.
 package actastore

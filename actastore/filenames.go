@@ -2,7 +2,6 @@ package actastore
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -21,9 +20,13 @@ import (
 //	                              size rotation (docs/format/series.md)
 //	  series/<ab>/<ref>-<start>.acta.tmp   a compaction's new file before it is
 //	                              renamed over its original; swept at Open
-//	  histograms/...              native histograms, exemplars and metadata:
-//	                              their WAL and files (names in hist_files.go,
-//	                              docs/format/histogram.md)
+//	  histograms/<ab>/<ref>-<start>.acta   the native histogram files of a series,
+//	                              named and rotated like float series files
+//	                              (histfile schema, docs/format/histogram.md)
+//	  histograms/<ab>/<ref>.exemplars.acta the series' newest exemplars (exemplars.go)
+//	  histograms/metadata.acta    metric family metadata (metadata.go)
+//	  histograms/wal/             only in a directory of an earlier release:
+//	                              its histogram WAL, retired at Open (upgrade.go)
 //	  clean                       present only after a clean Close
 //	  flushstate                  per-series newest flushed sample, valid with clean (flushstate.go)
 //	  LOCK                        flock'ed while a process has the store open
@@ -39,6 +42,10 @@ const (
 	flushStateName  = "flushstate"
 	seriesFileExt   = ".acta"
 	tmpSuffix       = ".tmp"
+
+	histDirName      = "histograms"
+	exemplarFileExt  = ".exemplars.acta"
+	metadataFileName = "metadata.acta"
 )
 
 // shardName is the shard directory of ref: its top byte, two hex digits.
@@ -48,11 +55,6 @@ func shardName(ref uint64) string { return fmt.Sprintf("%02x", ref>>56) }
 // startMs may be negative (before 1970); it is written in decimal with sign.
 func seriesFileName(ref uint64, startMs int64) string {
 	return fmt.Sprintf("%016x-%d%s", ref, startMs, seriesFileExt)
-}
-
-// seriesFilePath is the full path of a series file under root.
-func seriesFilePath(root string, ref uint64, startMs int64) string {
-	return filepath.Join(root, seriesDirName, shardName(ref), seriesFileName(ref, startMs))
 }
 
 // parseSeriesFileName is seriesFileName's inverse; ok is false for names the

@@ -1,17 +1,33 @@
 package actastore
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/acta-remote/acta-remote/actastore/wal"
 )
 
-// flushLoop runs in the background: it flushes series queued by Append when
-// their head reached BlockRows, and on each tick flushes heads older than
-// MaxHeadAge (or over BlockRows) and truncates the WAL below what is durable
-// in series files.
+// The flusher moves heads into series files: a series is flushed when a
+// head of one of its kinds reaches its block size (Append queues it) or its
+// oldest sample is older than the kind's head age (the periodic scan), and
+// every series at Close. After flushes the WAL is truncated below what the
+// files now hold durably.
+
+// flushStripes is the number of flush locks. A series' flush lock
+// serialises its flushes and the removal or rewrite of its newest file;
+// striping them by ref keeps one lock per series out of memory.
+const flushStripes = 1024
+
+func (s *Store) flushLock(ms *memSeries) *sync.Mutex { return &s.flushMu[ms.ref%flushStripes] }
+
+// flushLoop runs in the background: it flushes series queued by Commit,
+// and on each tick flushes the series that are due and truncates the WAL
+// below what is durable in series files.
 func (s *Store) flushLoop() {
 	defer s.bg.Done()
 	interval := min(max(s.opts.MaxHeadAge/4, 10*time.Millisecond), time.Second)
@@ -21,7 +37,7 @@ func (s *Store) flushLoop() {
 		select {
 		case <-s.stop:
 			return
-		case ms := <-s.flushCh:
+		case ms := <-s.hd.flushCh:
 			if err := s.flushSeries(ms); err != nil {
 				s.log.Error("flush series", "err", err)
 			}
@@ -35,8 +51,9 @@ func (s *Store) flushLoop() {
 }
 
 // syncLoop fsyncs the WAL every WALSyncInterval under SyncInterval, where
-// Append does not: it bounds how much acknowledged data a crash can lose. It
-// runs apart from flushLoop so a long flush never delays it.
+// Commit does not: it bounds how much acknowledged data of every kind a
+// crash can lose. It runs apart from flushLoop so a long flush never
+// delays it.
 func (s *Store) syncLoop() {
 	defer s.bg.Done()
 	t := time.NewTicker(s.opts.WALSyncInterval)
@@ -48,6 +65,7 @@ func (s *Store) syncLoop() {
 		case <-t.C:
 			start := time.Now()
 			if err := s.wal.Sync(s.wal.End()); err != nil {
+				s.m.walErrors.Inc()
 				s.log.Error("sync WAL", "err", err)
 				continue
 			}
@@ -56,18 +74,39 @@ func (s *Store) syncLoop() {
 	}
 }
 
-// flushDue flushes every series whose head is too old or too large.
+// dueLocked reports whether a series needs a flush now (mu held): a head
+// of some kind too old or too large, or exemplars waiting too long.
+func (s *Store) dueLocked(ms *memSeries, nowNs int64) bool {
+	age := s.opts.MaxHeadAge.Nanoseconds()
+	if trackDue(floats, &ms.floats, nowNs, age, s.fo) {
+		return true
+	}
+	if ms.hists != nil && trackDue(histograms, ms.hists, nowNs, age, s.fo) {
+		return true
+	}
+	return ms.ex != nil && ms.ex.unflushed > 0 && nowNs-ms.ex.since >= exemplarAgeFactor*age
+}
+
+func trackDue[S any](k kind[S], tr *track[S], nowNs, age int64, fo fileOptions) bool {
+	return len(tr.head) > 0 && (nowNs-tr.headSince >= k.headAgeFactor()*age || len(tr.head) >= k.maxBlockRows(fo))
+}
+
+// flushDue flushes every series that is due.
 func (s *Store) flushDue() {
 	now := s.now().UnixNano()
-	maxAge := s.opts.MaxHeadAge.Nanoseconds()
-	for _, ms := range s.allSeries() {
+	oldest := int64(0)
+	defer func() { s.hd.oldestSince.Store(oldest) }()
+	for _, ms := range s.reg.live() {
 		select {
 		case <-s.stop:
 			return
 		default:
 		}
 		ms.mu.Lock()
-		due := len(ms.head) > 0 && (now-ms.headSince >= maxAge || len(ms.head) >= s.opts.BlockRows)
+		due := s.dueLocked(ms, now)
+		if since := ms.headSinceLocked(); since != 0 && (oldest == 0 || since < oldest) {
+			oldest = since
+		}
 		ms.mu.Unlock()
 		if due {
 			if err := s.flushSeries(ms); err != nil {
@@ -77,116 +116,147 @@ func (s *Store) flushDue() {
 	}
 }
 
-// flushSeries writes the series' head into its file as sorted blocks of at
-// most BlockRows rows. The samples stay readable in ms.flushing until the
-// file holds them. The file is synced later (before WAL truncation, or when
-// its writer is closed); until then the WAL still holds the samples. On
-// failure the samples go back into the head and are retried later.
+// flushSeries writes every head of the series into its files, and its new
+// exemplars into its exemplar file. The files are synced later (before WAL
+// truncation, or when their writer is closed); until then the WAL still
+// holds what they hold.
 func (s *Store) flushSeries(ms *memSeries) error {
-	ms.flushMu.Lock()
-	defer ms.flushMu.Unlock()
+	mu := s.flushLock(ms)
+	mu.Lock()
+	defer mu.Unlock()
+	err := flushTrack(s, floats, ms)
+	if ms.hists != nil {
+		err = errors.Join(err, flushTrack(s, histograms, ms))
+	}
+	return errors.Join(err, s.flushExemplars(ms))
+}
+
+// flushTrack writes the series' head of kind k into its files as sorted
+// blocks. The samples stay readable in the track's flushing buffer until
+// the file holds them. On failure what was not written goes back into the
+// head and is retried later. Called with the series' flush lock held.
+func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	ms.mu.Lock()
-	ms.queued = false
-	if len(ms.head) == 0 {
+	tr := k.track(ms, false)
+	if tr == nil || len(tr.head) == 0 {
+		if tr != nil {
+			tr.queued = false
+		}
 		ms.mu.Unlock()
 		return nil
 	}
-	smps := ms.head
-	ms.flushing, ms.flushingSeg = smps, ms.headSeg
-	ms.head = nil
+	tr.queued = false
+	smps := tr.head
+	c := tr.coldState()
+	c.flushing, c.flushingSeg = smps, tr.headSeg
+	tr.head = nil
+	if !ms.hasHeadLocked() {
+		s.hd.series.Add(-1)
+	}
 	ms.mu.Unlock()
-	s.headSeries.Add(-1)
 
 	began := time.Now()
-	written, path, err := s.writeRotated(ms, smps)
-	if written > 0 {
-		s.flushedPart(ms, smps[:written])
-	}
-	if err != nil {
-		s.m.flushErrors.Inc()
-		// Only what was not written goes back: a rotated flush may have
-		// filled one file before failing on the next.
-		rest := smps[written:]
-		ms.mu.Lock()
-		wasEmpty := len(ms.head) == 0
-		seg := min(ms.flushingSeg, ms.headSeg)
-		if wasEmpty {
-			seg = ms.flushingSeg
-		}
-		head := ms.head
-		ms.head, ms.flushing = rest, nil
-		for _, smp := range head {
-			ms.insertLocked(smp, seg, 0)
-		}
-		ms.headSeg = seg
-		if wasEmpty {
-			ms.headSince = s.now().UnixNano()
-		}
-		ms.mu.Unlock()
-		if wasEmpty {
-			s.headSeries.Add(1)
-		}
-		return fmt.Errorf("flush series %016x (%d samples) to %s: %w", ms.ref, len(rest), path, err)
-	}
+	written, path, err := writeRotated(s, k, ms, smps)
 	ms.mu.Lock()
-	ms.flushing = nil
+	if written > 0 {
+		flushed(k, tr, smps[:written])
+	}
+	if err == nil {
+		c.flushing = nil
+		ms.mu.Unlock()
+		accountFlushed(s, k, smps[:written])
+		s.hd.flushes.Add(1)
+		s.m.flushDuration.Observe(time.Since(began).Seconds())
+		return nil
+	}
+	// Only what was not written goes back: a rotated flush may have filled
+	// one file before failing on the next.
+	rest := smps[written:]
+	idle := !ms.hasHeadLocked()
+	seg, since := c.flushingSeg, tr.headSince
+	if len(tr.head) > 0 {
+		seg = min(seg, tr.headSeg)
+	} else {
+		since = s.now().UnixNano()
+	}
+	newer := tr.head
+	tr.head, c.flushing = rest, nil
+	for _, smp := range newer {
+		insert(k, tr, smp, seg, 0)
+	}
+	tr.headSeg, tr.headSince = seg, since
+	if idle && ms.hasHeadLocked() {
+		s.hd.series.Add(1)
+	}
 	ms.mu.Unlock()
-	s.flushes.Add(1)
-	s.m.flushDuration.Observe(time.Since(began).Seconds())
-	return nil
+	accountFlushed(s, k, smps[:written])
+	s.m.flushErrors.Inc()
+	return fmt.Errorf("flush %s series %016x (%d samples) to %s: %w", k.name(), ms.ref, len(rest), path, err)
 }
 
-// flushedPart accounts samples now held by a series file.
-func (s *Store) flushedPart(ms *memSeries, smps []Sample) {
-	ms.mu.Lock()
-	last := smps[len(smps)-1]
-	if !ms.hasLastFlushed || last.T >= ms.lastFlushed.T {
-		ms.lastFlushed, ms.hasLastFlushed = last, true
+// accountFlushed takes samples now held by a series file out of the head's
+// accounting.
+func accountFlushed[S any](s *Store, k kind[S], smps []S) {
+	if len(smps) == 0 {
+		return
 	}
-	ms.mu.Unlock()
-	s.headSamples.Add(-int64(len(smps)))
-	s.flushedSmp.Add(int64(len(smps)))
+	var b int64
+	for _, smp := range smps {
+		b += k.size(smp)
+	}
+	s.hd.samples.Add(-int64(len(smps)))
+	s.hd.bytes.Add(-b)
+	s.hd.flushedSmp.Add(int64(len(smps)))
 	s.m.flushedSamples.Add(float64(len(smps)))
 }
 
-// writeBlocks appends smps (sorted) to the series file as blocks of at most
-// BlockRows rows. Called with ms.flushMu held.
-func (s *Store) writeBlocks(ms *memSeries, path string, start int64, create bool, smps []Sample) error {
-	ms.fileMu.Lock()
-	defer ms.fileMu.Unlock()
-	e, err := s.writers.acquire(ms.ref, path, create)
-	if err != nil {
+// FlushAll flushes every head buffer into the series files, syncs them,
+// brings the catalog up to date and truncates the WAL.
+func (s *Store) FlushAll() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.flushAll()
+}
+
+func (s *Store) flushAll() error {
+	// Flushes of different series are independent (their own flush lock
+	// and writers); a few workers keep shutdown short when many series hold
+	// data.
+	all := s.reg.live()
+	var next atomic.Int64
+	var emu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), 4); w++ {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(all) {
+					return
+				}
+				if err := s.flushSeries(all[i]); err != nil {
+					emu.Lock()
+					errs = append(errs, err)
+					emu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// Start a new segment so every flushed sample lies in a deletable one.
+	if _, err := s.wal.Cut(); err != nil {
 		return err
 	}
-	if create {
-		// The file exists from now on, whatever happens to the append.
-		ms.mu.Lock()
-		ms.files = append(ms.files, start)
-		ms.mu.Unlock()
-	}
-	defer s.writers.release(e)
-	ts := make([]int64, 0, min(len(smps), s.opts.BlockRows))
-	vs := make([]float64, 0, cap(ts))
-	for len(smps) > 0 {
-		n := min(len(smps), s.opts.BlockRows)
-		ts, vs = ts[:0], vs[:0]
-		for _, smp := range smps[:n] {
-			ts = append(ts, smp.T)
-			vs = append(vs, smp.V)
-		}
-		if err := e.w.appendBlock(ts, vs); err != nil {
-			e.broken = true
-			return err
-		}
-		e.dirty = true
-		smps = smps[n:]
-	}
-	return nil
+	return s.truncateWAL()
 }
 
 // maybeTruncateWAL truncates when there is a closed WAL segment and some
 // flush happened since the last attempt: without a flush the oldest needed
-// segment cannot have moved, and the scan pauses appends.
+// segment cannot have moved, and the scan pauses commits.
 func (s *Store) maybeTruncateWAL() error {
 	segs, err := wal.Segments(filepath.Join(s.dir, walDirName))
 	if err != nil {
@@ -195,7 +265,7 @@ func (s *Store) maybeTruncateWAL() error {
 	if len(segs) < 2 {
 		return nil
 	}
-	if f := s.flushes.Load(); f == s.lastTruncFlushes {
+	if f := s.hd.flushes.Load(); f == s.lastTruncFlushes {
 		return nil
 	} else {
 		s.lastTruncFlushes = f
@@ -203,17 +273,18 @@ func (s *Store) maybeTruncateWAL() error {
 	return s.truncateWAL()
 }
 
-// truncateWAL deletes the WAL segments whose samples are all durable in
-// series files and whose series are all in the catalog. Order matters: find
-// the oldest segment still needed (with appends paused, so none is half
-// way between WAL and head), sync the series files written since the last
-// truncation, sync the catalog, and only then delete.
+// truncateWAL deletes the WAL segments whose every record is durable
+// elsewhere: samples and exemplars in series files, metadata in its file,
+// series definitions in the catalog. Order matters: find the oldest
+// segment still needed (with commits paused, so nothing is half way
+// between WAL and head), write metadata, sync the series files written
+// since the last truncation, sync the catalog, and only then delete.
 func (s *Store) truncateWAL() error {
 	s.truncMu.Lock()
 	defer s.truncMu.Unlock()
 	s.appendMu.Lock()
-	keep := s.wal.Current()
-	for _, ms := range s.allSeries() {
+	keep := int32(s.wal.Current())
+	for _, ms := range s.reg.live() {
 		ms.mu.Lock()
 		if seg := ms.walSegNeededLocked(); seg >= 0 && seg < keep {
 			keep = seg
@@ -225,8 +296,11 @@ func (s *Store) truncateWAL() error {
 	if err != nil {
 		return err
 	}
-	if len(segs) == 0 || segs[0] >= keep {
+	if len(segs) == 0 || int32(segs[0]) >= keep {
 		return nil
+	}
+	if err := s.md.flush(); err != nil {
+		return fmt.Errorf("truncate WAL: %w", err)
 	}
 	if err := s.writers.syncDirty(); err != nil {
 		return fmt.Errorf("truncate WAL: %w", err)
@@ -234,7 +308,7 @@ func (s *Store) truncateWAL() error {
 	if err := s.writePendingCatalog(); err != nil {
 		return fmt.Errorf("truncate WAL: %w", err)
 	}
-	if err := s.wal.TruncateBefore(keep); err != nil {
+	if err := s.wal.TruncateBefore(int(keep)); err != nil {
 		return fmt.Errorf("truncate WAL: %w", err)
 	}
 	s.m.walTruncations.Inc()
@@ -244,10 +318,11 @@ func (s *Store) truncateWAL() error {
 // writePendingCatalog makes every series not yet in the catalog durable
 // there.
 func (s *Store) writePendingCatalog() error {
-	s.mu.Lock()
-	pending := s.pending
-	s.pending = nil
-	s.mu.Unlock()
+	r := s.reg
+	r.mu.Lock()
+	pending := r.pending
+	r.pending = nil
+	r.mu.Unlock()
 	if len(pending) == 0 {
 		return nil
 	}
@@ -256,9 +331,9 @@ func (s *Store) writePendingCatalog() error {
 		recs[i] = seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset}
 	}
 	if err := s.cat.add(recs); err != nil {
-		s.mu.Lock()
-		s.pending = append(pending, s.pending...)
-		s.mu.Unlock()
+		r.mu.Lock()
+		r.pending = append(pending, r.pending...)
+		r.mu.Unlock()
 		return err
 	}
 	for _, ms := range pending {

@@ -2,6 +2,7 @@ package actastore
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -37,16 +38,23 @@ func since(cases []histtest.Series, t int64) []histtest.Series {
 }
 
 func histStarts(s *Store, lset labels.Labels) []int64 {
-	ms, _, _ := s.getOrCreate(lset, new([]byte))
-	s.hist.smu.Lock()
-	st := s.hist.series[ms.ref]
-	s.hist.smu.Unlock()
-	if st == nil {
+	ms := seriesOf(s, lset)
+	if ms == nil {
 		return nil
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return append([]int64(nil), st.files...)
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.hists == nil {
+		return nil
+	}
+	return append([]int64(nil), ms.hists.files...)
+}
+
+// seriesOf is the series of lset, or nil.
+func seriesOf(s *Store, lset labels.Labels) *memSeries {
+	s.reg.mu.RLock()
+	defer s.reg.mu.RUnlock()
+	return s.reg.lookupLocked(hashLabels(appendCanonicalLabels(nil, lset)), lset)
 }
 
 func countHistFiles(t *testing.T, dir string) int {
@@ -76,10 +84,10 @@ func TestHistogramFilesRotateAndExpire(t *testing.T) {
 	clk.Set(t0)
 	s := openT(t, dir, histRotOptions(clk))
 	cases := histtest.Cases(t0)
-	if _, err := s.AppendExtras(context.Background(), histBatch(cases)); err != nil {
+	if _, err := appendExtras(context.Background(), s, histBatch(cases)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.hist.flushAll(); err != nil {
+	if err := s.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
 	files, before, onlyBefore, two := 0, 0, 0, 0
@@ -164,13 +172,13 @@ func TestHistogramsOutliveFloatFiles(t *testing.T) {
 	if _, err := s.Append(context.Background(), []SeriesSamples{{Labels: lset, Samples: []Sample{{T: day0, V: 1}, {T: day0 + step15, V: 2}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AppendExtras(context.Background(), histBatch(c)); err != nil {
+	if _, err := appendExtras(context.Background(), s, histBatch(c)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.hist.flushAll(); err != nil {
+	if err := s.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
 	clk.Set(day0 + 24*hour + hour) // floats (day0) expired, histograms (day0+10h) not
@@ -211,7 +219,7 @@ func TestLegacyHistogramFile(t *testing.T) {
 	all := histtest.Cases(t0)[:1]
 	first := since(all, 0)
 	first[0].Samples = first[0].Samples[:3] // +10 s to +40 s
-	if _, err := s.AppendExtras(context.Background(), histBatch(first)); err != nil {
+	if _, err := appendExtras(context.Background(), s, histBatch(first)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -227,7 +235,7 @@ func TestLegacyHistogramFile(t *testing.T) {
 	if start != first[0].Samples[0].T {
 		t.Fatalf("start %d, want %d", start, first[0].Samples[0].T)
 	}
-	if err := os.Rename(ents[0], legacyHistFilePath(dir, ref)); err != nil {
+	if err := os.Rename(ents[0], filepath.Join(dir, histDirName, shardName(ref), fmt.Sprintf("%016x.acta", ref))); err != nil {
 		t.Fatal(err)
 	}
 	opts.Rotation.Period = 30 * time.Second // the file spans two periods
@@ -235,10 +243,10 @@ func TestLegacyHistogramFile(t *testing.T) {
 	defer s.Close()
 	checkHistogramSamples(t, "legacy", s, first)
 	rest := since(all, all[0].Samples[3].T) // +55 s (the legacy file's newest period), +70 s, +85 s
-	if _, err := s.AppendExtras(context.Background(), histBatch(rest)); err != nil {
+	if _, err := appendExtras(context.Background(), s, histBatch(rest)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.hist.flushAll(); err != nil {
+	if err := s.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
 	checkHistograms(t, "legacy and new", s, all)
@@ -268,13 +276,13 @@ func TestHistogramFilesSizeCap(t *testing.T) {
 	if _, err := s.Append(context.Background(), []SeriesSamples{{Labels: fl, Samples: []Sample{{T: boundary - 1000, V: 1}, {T: boundary, V: 2}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AppendExtras(context.Background(), histBatch(c)); err != nil {
+	if _, err := appendExtras(context.Background(), s, histBatch(c)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.hist.flushAll(); err != nil {
+	if err := s.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
 	if n := countHistFiles(t, dir); n != 2 {

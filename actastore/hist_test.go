@@ -16,8 +16,26 @@ import (
 	"github.com/acta-remote/acta-remote/histfile/histtest"
 )
 
-func histBatch(cases []histtest.Series) ExtrasBatch {
-	var b ExtrasBatch
+// extrasBatch is a batch of histograms, exemplars and metadata only.
+type extrasBatch struct {
+	Series   []SeriesExtras
+	Metadata []NamedMetadata
+}
+
+// appendExtras commits an extrasBatch.
+func appendExtras(ctx context.Context, s *Store, eb extrasBatch) (Result, error) {
+	var b Batch
+	for _, e := range eb.Series {
+		b.Add(e.Labels, nil, e.Histograms, e.Exemplars)
+	}
+	for _, m := range eb.Metadata {
+		b.AddMetadata(m)
+	}
+	return s.Commit(ctx, &b)
+}
+
+func histBatch(cases []histtest.Series) extrasBatch {
+	var b extrasBatch
 	for i, c := range cases {
 		b.Series = append(b.Series, SeriesExtras{
 			Labels:     labels.FromStrings("__name__", c.Name, "job", "j"),
@@ -97,7 +115,7 @@ func TestHistogramsStoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.AppendExtras(context.Background(), histBatch(cases))
+	res, err := appendExtras(context.Background(), s, histBatch(cases))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,36 +123,36 @@ func TestHistogramsStoreRoundTrip(t *testing.T) {
 	for _, c := range cases {
 		total += len(c.Samples)
 	}
-	if res.HistogramsWritten != total || res.HistogramsRejected != 0 || res.ExemplarsWritten != len(cases) || res.MetadataWritten != len(cases) {
+	if res.Histograms.Written != total || res.Histograms.Rejected != 0 || res.Exemplars.Written != len(cases) || res.Metadata.Written != len(cases) {
 		t.Fatalf("result %+v, want %d histograms", res, total)
 	}
 	checkHistograms(t, "head", s, cases)
 
 	// A resend is a duplicate; another histogram at a stored timestamp is
 	// refused; so is an invalid one.
-	res, err = s.AppendExtras(context.Background(), histBatch(cases[:1]))
-	if err != nil || res.HistogramsWritten != len(cases[0].Samples) || res.HistogramsRejected != 0 {
+	res, err = appendExtras(context.Background(), s, histBatch(cases[:1]))
+	if err != nil || res.Histograms.Written != len(cases[0].Samples) || res.Histograms.Rejected != 0 {
 		t.Fatalf("resend: %+v %v", res, err)
 	}
 	other := histtest.Cases(1_700_000_000_000)[0]
 	other.Samples[0].H.Sum++
 	bad := &histogram.Histogram{Count: 3, ZeroCount: 1}
-	res, err = s.AppendExtras(context.Background(), ExtrasBatch{Series: []SeriesExtras{
+	res, err = appendExtras(context.Background(), s, extrasBatch{Series: []SeriesExtras{
 		{Labels: labels.FromStrings("__name__", other.Name, "job", "j"), Histograms: other.Samples[:1]},
 		{Labels: labels.FromStrings("__name__", "bad", "job", "j"), Histograms: []HistogramSample{{T: 1, H: bad}}},
 	}})
-	if err != nil || res.HistogramsRejected != 2 || len(res.Errors) != 2 ||
+	if err != nil || res.Histograms.Rejected != 2 || len(res.Errors) != 2 ||
 		!errors.Is(res.Errors[0], ErrDuplicateSample) || !errors.Is(res.Errors[1], ErrInvalidHistogram) {
 		t.Fatalf("conflicts: %+v %v", res, err)
 	}
 
-	if err := s.hist.flushAll(); err != nil {
+	if err := s.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
 	checkHistograms(t, "flushed", s, cases)
 	for _, c := range cases[:3] {
-		ms, _, _ := s.getOrCreate(labels.FromStrings("__name__", c.Name, "job", "j"), new([]byte))
-		st := s.hist.series[ms.ref]
+		ms := seriesOf(s, labels.FromStrings("__name__", c.Name, "job", "j"))
+		st := ms.hists
 		if len(st.files) != 1 {
 			t.Fatalf("%s: histogram files %v, want one (no rotation)", c.Name, st.files)
 		}
@@ -151,13 +169,12 @@ func TestHistogramsStoreRoundTrip(t *testing.T) {
 	}
 	checkHistograms(t, "reopened", s, cases)
 
-	// A crash before any flush: the histogram WAL brings everything back.
+	// A crash before any flush: the WAL brings everything back.
 	more := histtest.Cases(1_800_000_000_000)
-	if _, err := s.AppendExtras(context.Background(), histBatch(more)); err != nil {
+	if _, err := appendExtras(context.Background(), s, histBatch(more)); err != nil {
 		t.Fatal(err)
 	}
 	s.abandon()
-	s.hist.abandon()
 	s, err = Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +199,7 @@ func TestFloatsAndHistogramsInOneSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := histtest.Cases(3000)[4].Samples[:2]
-	if res, err := s.AppendExtras(context.Background(), ExtrasBatch{Series: []SeriesExtras{{Labels: ls, Histograms: h}}}); err != nil || res.HistogramsWritten != 2 {
+	if res, err := appendExtras(context.Background(), s, extrasBatch{Series: []SeriesExtras{{Labels: ls, Histograms: h}}}); err != nil || res.Histograms.Written != 2 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	set := s.Select(context.Background(), 0, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m"))
@@ -216,10 +233,10 @@ func TestExemplarsBounded(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			es = append(es, Exemplar{Labels: labels.FromStrings("trace_id", "x"), Value: float64(round*20 + i), T: int64(round*20 + i)})
 		}
-		if _, err := s.AppendExtras(context.Background(), ExtrasBatch{Series: []SeriesExtras{{Labels: ls, Exemplars: es}}}); err != nil {
+		if _, err := appendExtras(context.Background(), s, extrasBatch{Series: []SeriesExtras{{Labels: ls, Exemplars: es}}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.hist.flushAll(); err != nil {
+		if err := s.FlushAll(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,9 +10,8 @@ import (
 	"github.com/acta-remote/acta-remote/histfile"
 )
 
-// Native histograms, exemplars and metric metadata at the store seam. They
-// travel apart from float samples (SeriesSamples) so every existing Appender
-// keeps working; a store that also implements ExtrasAppender stores them.
+// Native histograms, exemplars and metric metadata at the store seam: a
+// Batch carries them with the float samples, and one Commit stores all.
 //
 // A series may hold float samples and histogram samples, as Prometheus
 // allows (a metric changing type between scrapes): floats go to the series'
@@ -47,40 +46,17 @@ type NamedMetadata struct {
 	Metadata
 }
 
-// SeriesExtras is one series' histograms and exemplars in an append batch;
-// labels follow SeriesSamples' rules.
+// SeriesExtras is one series' histograms and exemplars (receivers that group
+// them apart from float samples before adding both to a Batch).
 type SeriesExtras struct {
 	Labels     labels.Labels
 	Histograms []HistogramSample
 	Exemplars  []Exemplar
 }
 
-// ExtrasBatch is what one request carried besides float samples.
-type ExtrasBatch struct {
-	Series   []SeriesExtras
-	Metadata []NamedMetadata
-}
-
-// ExtrasResult reports what one AppendExtras stored; rejections are per
-// histogram or exemplar, as AppendResult's.
-type ExtrasResult struct {
-	HistogramsWritten  int
-	HistogramsRejected int
-	ExemplarsWritten   int
-	ExemplarsRejected  int
-	MetadataWritten    int
-	Errors             []error // at most a few, each wrapping a sentinel
-}
-
 // ErrInvalidHistogram: a histogram fails model/histogram's Validate (spans
 // and buckets disagree, counts do not add up, unknown schema, ...).
 var ErrInvalidHistogram = errors.New("actastore: invalid native histogram")
-
-// ExtrasAppender stores histograms, exemplars and metadata, durably before
-// it returns, like Appender.
-type ExtrasAppender interface {
-	AppendExtras(ctx context.Context, b ExtrasBatch) (ExtrasResult, error)
-}
 
 // HistogramSeries is implemented by the Series of a store that holds native
 // histograms. The iterator returns the series' histogram samples in

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/acta-remote/acta-remote/durable"
 	"github.com/acta-remote/acta-remote/rotation"
 )
 
@@ -55,8 +56,8 @@ func (s *Store) Maintain() (MaintenanceResult, error) {
 }
 
 func (s *Store) maintain() (MaintenanceResult, error) {
-	s.maintMu.Lock()
-	defer s.maintMu.Unlock()
+	s.maint.mu.Lock()
+	defer s.maint.mu.Unlock()
 	var res MaintenanceResult
 	began := time.Now()
 	err := s.applyRetention(&res)
@@ -72,104 +73,48 @@ func (s *Store) maintain() (MaintenanceResult, error) {
 	return res, err
 }
 
-// fileOwner ties a retention candidate to its series.
-type fileOwner struct {
-	ms  *memSeries
-	end int64
-}
-
-// applyRetention deletes what the retention policy plans, then removes
-// series left without files (and without unflushed samples) from the index
-// and the catalog.
+// applyRetention deletes what the retention policy plans, files of every
+// kind together, then removes series left without files (and without
+// unflushed data) from the index and the catalog.
 func (s *Store) applyRetention(res *MaintenanceResult) error {
 	ret := s.opts.Retention
 	if ret.MaxAge <= 0 && ret.MaxBytes <= 0 {
 		return nil
 	}
+	sizes := ret.MaxBytes > 0
 	var files []rotation.File
 	owners := make(map[uint64]*memSeries)
-	for _, ms := range s.allSeries() {
-		ms.mu.Lock()
-		starts := slices.Clone(ms.files)
-		busy := len(ms.head) > 0 || len(ms.flushing) > 0
-		last, has := ms.lastFlushed.T, ms.hasLastFlushed
-		ms.mu.Unlock()
-		if len(starts) == 0 {
-			owners[ms.ref] = ms
-			continue
-		}
-		newest := seriesFilePath(s.dir, ms.ref, starts[len(starts)-1])
-		if !busy && !has && ret.MaxAge > 0 {
-			// Unknown after a crash for series without WAL samples: the
-			// newest file's last block says it.
-			smp, ok, err := seriesFileNewest(newest)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				s.log.Warn("retention: newest sample of series file", "path", newest, "err", err)
-			}
-			if ok {
-				last, has = smp.T, true
-				ms.mu.Lock()
-				if !ms.hasLastFlushed {
-					ms.lastFlushed, ms.hasLastFlushed = smp, true
-				}
-				ms.mu.Unlock()
-			}
-		}
+	for _, ms := range s.reg.live() {
 		owners[ms.ref] = ms
-		for i, st := range starts {
-			f := rotation.File{Ref: ms.ref, Start: st, End: math.MaxInt64, Sealed: i < len(starts)-1}
-			switch {
-			case f.Sealed:
-				f.End = starts[i+1]
-			case !busy && has:
-				f.End = last + 1
-			}
-			if ret.MaxBytes > 0 {
-				if fi, err := os.Stat(seriesFilePath(s.dir, ms.ref, st)); err == nil {
-					f.Bytes = rotation.Allocated(fi)
-				}
-			}
-			files = append(files, f)
-		}
-	}
-	if s.hist != nil {
-		files = append(files, s.hist.retentionFiles(ret.MaxBytes > 0)...)
+		files = append(files, retentionFiles(s, floats, ms, sizes)...)
+		files = append(files, retentionFiles(s, histograms, ms, sizes)...)
 	}
 	var other int64
-	if ret.MaxBytes > 0 {
-		other = dirAllocated(filepath.Join(s.dir, walDirName)) + dirAllocated(filepath.Join(s.dir, catalogDirName)) +
-			dirAllocated(filepath.Join(s.dir, histDirName, walDirName))
+	if sizes {
+		other = dirAllocated(filepath.Join(s.dir, walDirName)) + dirAllocated(filepath.Join(s.dir, catalogDirName))
 	}
 	plan := ret.Plan(files, s.now().UnixMilli(), other)
 	var errs []error
 	dirs := make(map[string]struct{})
-	var emptied []*memSeries
-	touched := make(map[*memSeries]bool)
+	var touched []*memSeries
+	seen := make(map[*memSeries]bool)
 	for _, d := range plan {
 		ms := owners[d.Ref]
-		if d.Kind == fileKindHistogram {
-			n, gone, err := s.hist.deleteFile(d.File)
-			if err != nil {
-				errs = append(errs, err)
-				res.Errors++
-				continue
-			}
-			if !gone {
-				continue
-			}
-			res.FilesDeleted++
-			res.BytesDeleted += n
-			s.rm.Deleted.WithLabelValues(d.Reason).Inc()
-			s.rm.DeletedBytes.Add(float64(n))
-			dirs[filepath.Dir(histFilePath(s.dir, d.Ref, d.Start))] = struct{}{}
-			s.log.Debug("retention deleted histogram file", "ref", fmt.Sprintf("%016x", d.Ref), "start", d.Start, "reason", d.Reason, "bytes", n)
-			if ms != nil && !touched[ms] {
-				touched[ms] = true
-				emptied = append(emptied, ms)
-			}
+		if ms == nil {
 			continue
 		}
-		n, gone, _, err := s.deleteFile(ms, d.File)
+		var n int64
+		var gone bool
+		var err error
+		var path string
+		switch kindID(d.Kind) {
+		case kindHistogram:
+			n, gone, err = deleteFile(s, histograms, ms, d.File)
+			path = filePath(s.dir, histograms, ms.ref, d.Start)
+		default:
+			n, gone, err = deleteFile(s, floats, ms, d.File)
+			path = filePath(s.dir, floats, ms.ref, d.Start)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			res.Errors++
@@ -182,20 +127,20 @@ func (s *Store) applyRetention(res *MaintenanceResult) error {
 		res.BytesDeleted += n
 		s.rm.Deleted.WithLabelValues(d.Reason).Inc()
 		s.rm.DeletedBytes.Add(float64(n))
-		dirs[filepath.Join(s.dir, seriesDirName, shardName(ms.ref))] = struct{}{}
-		s.log.Debug("retention deleted series file", "ref", fmt.Sprintf("%016x", ms.ref), "start", d.Start, "reason", d.Reason, "bytes", n)
-		if !touched[ms] { // removeSeries checks what is left
-			touched[ms] = true
-			emptied = append(emptied, ms)
+		dirs[filepath.Dir(path)] = struct{}{}
+		s.log.Debug("retention deleted series file", "path", path, "reason", d.Reason, "bytes", n)
+		if !seen[ms] { // removeSeries checks what is left
+			seen[ms] = true
+			touched = append(touched, ms)
 		}
 	}
 	for d := range dirs {
-		if err := rotation.SyncDir(d); err != nil {
+		if err := durable.SyncDir(d); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if len(emptied) > 0 {
-		n, err := s.removeSeries(emptied)
+	if len(touched) > 0 {
+		n, err := s.removeSeries(touched)
 		res.SeriesRemoved += n
 		if err != nil {
 			errs = append(errs, err)
@@ -204,72 +149,147 @@ func (s *Store) applyRetention(res *MaintenanceResult) error {
 	return errors.Join(errs...)
 }
 
-// deleteFile removes one planned file if the plan still holds: the file is
-// still the series', and a newest file got nothing since (no unflushed
-// samples, same newest sample). It returns the allocated bytes freed,
-// whether the file went, and whether the series is left without files and
-// samples.
-func (s *Store) deleteFile(ms *memSeries, f rotation.File) (freed int64, gone, empty bool, err error) {
-	ms.flushMu.Lock() // no flush may write the file meanwhile
-	defer ms.flushMu.Unlock()
+// retentionFiles lists a series' files of kind k for the retention plan.
+// End is the next file's start for a sealed file, the newest sample + 1 for
+// a newest file whose track buffers nothing, MaxInt64 otherwise.
+func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rotation.File {
 	ms.mu.Lock()
-	i := slices.Index(ms.files, f.Start)
-	newest := i == len(ms.files)-1
-	stale := i < 0 || (newest && (f.Sealed || len(ms.head) > 0 || len(ms.flushing) > 0 ||
-		!ms.hasLastFlushed || ms.lastFlushed.T+1 != f.End))
+	tr := k.track(ms, false)
+	if tr == nil || len(tr.files) == 0 {
+		ms.mu.Unlock()
+		return nil
+	}
+	starts := slices.Clone(tr.files)
+	busy := tr.busy()
+	last, known := tr.fileMaxT, tr.fileMaxKnown
+	ms.mu.Unlock()
+	if !busy && !known && s.opts.Retention.MaxAge > 0 {
+		// Unknown after a crash for series without WAL samples (and for
+		// histograms after any restart): the newest file's block bounds
+		// say it.
+		path := filePath(s.dir, k, ms.ref, starts[len(starts)-1])
+		_, hi, ok, err := readFile(k, s.readers, path, 0, 0, nil)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("retention: newest sample of series file", "path", path, "err", err)
+		}
+		if err == nil {
+			ms.mu.Lock()
+			if tr.files[len(tr.files)-1] == starts[len(starts)-1] && !tr.fileMaxKnown {
+				tr.fileMaxKnown = true
+				tr.fileMaxT = noTime
+				if ok {
+					tr.fileMaxT = hi
+					tr.maxT = max(tr.maxT, hi)
+				}
+			}
+			last, known = tr.fileMaxT, tr.fileMaxKnown
+			ms.mu.Unlock()
+		}
+	}
+	out := make([]rotation.File, 0, len(starts))
+	for i, st := range starts {
+		f := rotation.File{Ref: ms.ref, Start: st, End: math.MaxInt64, Sealed: i < len(starts)-1, Kind: int(k.id())}
+		switch {
+		case f.Sealed:
+			f.End = starts[i+1]
+		case !busy && known && last != noTime:
+			f.End = last + 1
+		}
+		if sizes {
+			if fi, err := os.Stat(filePath(s.dir, k, ms.ref, st)); err == nil {
+				f.Bytes = rotation.Allocated(fi)
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// deleteFile removes one planned file if the plan still holds: the file is
+// still the track's, and a newest file got nothing since (nothing
+// buffered, same newest sample). It returns the allocated bytes freed and
+// whether the file went.
+func deleteFile[S any](s *Store, k kind[S], ms *memSeries, f rotation.File) (freed int64, gone bool, err error) {
+	mu := s.flushLock(ms) // no flush may write the file meanwhile
+	mu.Lock()
+	defer mu.Unlock()
+	ms.mu.Lock()
+	tr := k.track(ms, false)
+	if tr == nil {
+		ms.mu.Unlock()
+		return 0, false, nil
+	}
+	i := slices.Index(tr.files, f.Start)
+	newest := i == len(tr.files)-1
+	stale := i < 0 || (newest && (f.Sealed || tr.busy() || !tr.fileMaxKnown || tr.fileMaxT == noTime || tr.fileMaxT+1 != f.End))
 	ms.mu.Unlock()
 	if stale {
-		return 0, false, false, nil
+		return 0, false, nil
 	}
-	path := seriesFilePath(s.dir, ms.ref, f.Start)
+	path := filePath(s.dir, k, ms.ref, f.Start)
+	freed, err = s.removeFile(k, ms, path)
+	if err != nil {
+		return 0, false, fmt.Errorf("retention: %w", err)
+	}
+	ms.mu.Lock()
+	dropFile(tr, f.Start)
+	ms.mu.Unlock()
+	return freed, true, nil
+}
+
+// removeFile deletes one series file (the series' flush lock held): its
+// writer is closed first, so a later file of the same name is never written
+// through a descriptor of the deleted one.
+func (s *Store) removeFile(k interface{ id() kindID }, ms *memSeries, path string) (int64, error) {
+	var freed int64
 	if fi, err := os.Stat(path); err == nil {
 		freed = rotation.Allocated(fi)
 	}
-	s.writers.forget(ms.ref, path)
-	ms.fileMu.Lock()
+	s.writers.forget(fileKey{ref: ms.ref, kind: k.id()}, path)
+	s.readers.invalidate(path)
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		ms.fileMu.Unlock()
-		return 0, false, false, fmt.Errorf("retention: delete series %016x file %s: %w", ms.ref, path, err)
+		return 0, fmt.Errorf("delete series %016x file %s: %w", ms.ref, path, err)
 	}
-	ms.mu.Lock()
-	if k := slices.Index(ms.files, f.Start); k >= 0 {
-		ms.files = slices.Delete(ms.files, k, k+1)
-	}
-	delete(ms.fileMin, f.Start)
-	empty = len(ms.files) == 0 && len(ms.head) == 0 && len(ms.flushing) == 0
-	ms.mu.Unlock()
-	ms.fileMu.Unlock()
-	delete(s.compacted, path)
-	return freed, true, empty, nil
+	s.maint.forget(path)
+	return freed, nil
 }
 
-// removeSeries takes series without files or samples out of the store and
-// makes that durable in the catalog. Appends are paused while the index
-// changes, so none can hold a removed series: a later sample of the same
-// labels creates the series anew (a new definition in the WAL). truncMu
-// orders the removal record after any pending definition of the series in
-// the catalog.
+// dropFile takes a deleted file out of the track (mu held). Without its
+// newest file the track no longer knows its newest flushed sample.
+func dropFile[S any](tr *track[S], start int64) {
+	k := slices.Index(tr.files, start)
+	if k < 0 {
+		return
+	}
+	newest := k == len(tr.files)-1
+	tr.files = slices.Delete(tr.files, k, k+1)
+	if c := tr.cold; c != nil && k < len(c.mins) {
+		c.mins = slices.Delete(c.mins, k, k+1)
+	}
+	if newest {
+		tr.clearLast()
+		tr.fileMaxT, tr.fileMaxKnown = noTime, len(tr.files) == 0
+	}
+}
+
+// removeSeries takes series without files or unflushed data out of the
+// store and makes that durable in the catalog. Commits are paused while the
+// index changes, so none can hold a removed series: a later sample of the
+// same labels creates the series anew (a new definition in the WAL).
+// truncMu orders the removal record after any pending definition of the
+// series in the catalog.
 func (s *Store) removeSeries(cands []*memSeries) (int, error) {
 	s.truncMu.Lock()
 	defer s.truncMu.Unlock()
 	s.appendMu.Lock()
-	// Histogram files and heads count too (appends are paused, so no
-	// histogram arrives meanwhile; h.mu keeps a flush out).
-	var histBusy map[*memSeries]bool
-	if s.hist != nil {
-		s.hist.mu.Lock()
-		histBusy = make(map[*memSeries]bool)
-		for _, ms := range cands {
-			histBusy[ms] = s.hist.hasData(ms.ref)
-		}
-	}
-	s.mu.Lock()
+	r := s.reg
+	r.mu.Lock()
 	at := s.now().UnixMilli()
 	var dels []deletedRec
-	var gone []uint64
+	var gone []*memSeries
 	for _, ms := range cands {
 		ms.mu.Lock()
-		ok := !ms.removed && !histBusy[ms] && len(ms.files) == 0 && len(ms.head) == 0 && len(ms.flushing) == 0
+		ok := !ms.removed && !ms.hasFilesLocked() && !ms.busyLocked()
 		if ok {
 			ms.removed = true
 		}
@@ -278,19 +298,22 @@ func (s *Store) removeSeries(cands []*memSeries) (int, error) {
 		if !ok {
 			continue
 		}
-		s.removeSeriesLocked(ms)
-		gone = append(gone, ms.ref)
+		r.removeLocked(ms)
+		gone = append(gone, ms)
 		if inCat {
 			dels = append(dels, deletedRec{Ref: ms.ref, At: at})
 		}
-		s.deletedRefs[ms.ref] = at
+		r.deleted[ms.ref] = at
 	}
-	s.mu.Unlock()
-	if s.hist != nil {
-		s.hist.forgetLocked(gone)
-		s.hist.mu.Unlock()
-	}
+	r.mu.Unlock()
 	s.appendMu.Unlock()
+	for _, ms := range gone {
+		p := exemplarFilePath(s.dir, ms.ref)
+		s.writers.forget(fileKey{ref: ms.ref, kind: exemplarFileKind}, p)
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("cannot delete exemplar file of a removed series", "path", p, "err", err)
+		}
+	}
 	s.rm.SeriesRemoved.Add(float64(len(dels)))
 	if err := s.cat.remove(dels); err != nil {
 		// The series are gone in memory; after a restart they would come
@@ -298,69 +321,6 @@ func (s *Store) removeSeries(cands []*memSeries) (int, error) {
 		return len(dels), fmt.Errorf("retention: %w", err)
 	}
 	return len(dels), nil
-}
-
-// compactSealed rewrites every sealed file not known compact, one at a
-// time, paced.
-func (s *Store) compactSealed(res *MaintenanceResult) {
-	co := s.opts.Compaction
-	opts := rotation.CompactOptions{BlockRows: co.BlockRows, ZstdLevel: co.ZstdLevel,
-		Limiter: rotation.NewLimiter(co.BytesPerSec, s.stop)}
-	type job struct {
-		ms    *memSeries
-		start int64
-	}
-	var jobs []job
-	for _, ms := range s.allSeries() {
-		ms.mu.Lock()
-		for _, st := range ms.files[:max(len(ms.files)-1, 0)] {
-			if _, done := s.compacted[seriesFilePath(s.dir, ms.ref, st)]; !done {
-				jobs = append(jobs, job{ms, st})
-			}
-		}
-		ms.mu.Unlock()
-	}
-	s.rm.PendingCompaction.Set(float64(len(jobs)))
-	for i, j := range jobs {
-		select {
-		case <-s.stop:
-			return
-		default:
-		}
-		path := seriesFilePath(s.dir, j.ms.ref, j.start)
-		began := time.Now()
-		// Sealed: no flush writes it, and retention (which may delete it)
-		// runs in this same pass. Readers need no lock: the rename swaps
-		// whole files, each with the same samples.
-		r, err := rotation.CompactFile(path, compactTmpPath(path), opts)
-		s.rm.PendingCompaction.Set(float64(len(jobs) - i - 1))
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			continue
-		case err != nil:
-			res.Errors++
-			s.rm.Compactions.WithLabelValues("error").Inc()
-			s.log.Error("compaction failed; file left as it was", "path", path, "err", err)
-			s.compacted[path] = struct{}{} // not retried before the next start
-			continue
-		}
-		s.compacted[path] = struct{}{}
-		if r.Skipped {
-			res.AlreadyDone++
-			s.rm.Compactions.WithLabelValues("skipped").Inc()
-			continue
-		}
-		res.Compacted++
-		res.BytesBefore += r.AllocatedIn
-		res.BytesAfter += r.AllocatedOut
-		s.rm.Compactions.WithLabelValues("done").Inc()
-		s.rm.CompactionSeconds.Observe(time.Since(began).Seconds())
-		s.rm.CompactedIn.Add(float64(r.AllocatedIn))
-		s.rm.CompactedOut.Add(float64(r.AllocatedOut))
-		s.rm.DuplicatesDropped.Add(float64(r.RowsIn - r.RowsOut))
-		s.log.Debug("compacted series file", "path", path, "rows", r.RowsOut, "blocks_before", r.BlocksIn,
-			"blocks_after", r.BlocksOut, "bytes_before", r.AllocatedIn, "bytes_after", r.AllocatedOut)
-	}
 }
 
 // dirAllocated sums the allocated bytes of the files directly in dir.

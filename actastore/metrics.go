@@ -20,10 +20,19 @@ type metrics struct {
 	flushedSamples  prometheus.Counter
 	flushErrors     prometheus.Counter
 	appended        prometheus.Counter
+	histAppended    prometheus.Counter
+	headBytes       prometheus.GaugeFunc
+	labelsSorted    prometheus.Counter
 	duplicates      prometheus.Counter
 	rejected        *prometheus.CounterVec
 	walTruncations  prometheus.Counter
 	replayedSamples prometheus.Counter
+	walErrors       prometheus.Counter
+	headOldest      prometheus.GaugeFunc
+	openReaders     prometheus.GaugeFunc
+	readerHits      prometheus.CounterFunc
+	readerMisses    prometheus.CounterFunc
+	fsFree, fsSize  prometheus.GaugeFunc
 }
 
 func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
@@ -38,13 +47,16 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 		}, func() float64 { return float64(s.wal.Size()) }),
 		headSeries: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "acta_store_head_series", Help: "Series with unflushed samples in the head.",
-		}, func() float64 { return float64(s.headSeries.Load()) }),
+		}, func() float64 { return float64(s.hd.series.Load()) }),
 		headSamples: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "acta_store_head_samples", Help: "Unflushed samples in the head.",
-		}, func() float64 { return float64(s.headSamples.Load()) }),
+			Name: "acta_store_head_samples", Help: "Unflushed items (float samples and native histograms) in the head.",
+		}, func() float64 { return float64(s.hd.samples.Load()) }),
+		headBytes: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "acta_store_head_bytes", Help: "Memory the head's unflushed items take, as storage.max_head_bytes counts it.",
+		}, func() float64 { return float64(s.hd.bytes.Load()) }),
 		series: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "acta_store_series", Help: "Series in the catalog.",
-		}, func() float64 { return float64(s.numSeries.Load()) }),
+		}, func() float64 { return float64(s.reg.num.Load()) }),
 		openWriters: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "acta_store_open_writers", Help: "Open series file writers (bounded by max_open_files).",
 		}, func() float64 { return float64(s.writers.open()) }),
@@ -54,19 +66,25 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 		flushedSamples: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acta_store_flushed_samples_total", Help: "Samples written from the head into series files.",
+			Name: "acta_store_flushed_samples_total", Help: "Samples and histograms written from the head into series files.",
 		}),
 		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_flush_errors_total", Help: "Failed series flushes (retried later; the WAL keeps the data).",
 		}),
 		appended: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acta_store_samples_appended_total", Help: "Samples accepted and made durable.",
+			Name: "acta_store_samples_appended_total", Help: "Float samples accepted and made durable.",
+		}),
+		histAppended: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_histograms_appended_total", Help: "Native histogram samples accepted and made durable.",
+		}),
+		labelsSorted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_series_labels_sorted_total", Help: "Series sent with their labels out of order and sorted into their canonical series.",
 		}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acta_store_samples_duplicate_dropped_total", Help: "Exact duplicate samples dropped silently.",
+			Name: "acta_store_samples_duplicate_dropped_total", Help: "Exact duplicates (samples and histograms) dropped silently.",
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "acta_store_samples_rejected_total", Help: "Samples refused, by reason.",
+			Name: "acta_store_samples_rejected_total", Help: "Samples, histograms and exemplars refused, by reason.",
 		}, []string{"reason"}),
 		walTruncations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_wal_truncations_total", Help: "WAL truncations that deleted segments.",
@@ -75,13 +93,41 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Name: "acta_store_wal_replayed_samples_total", Help: "Samples restored into the head from the WAL at start-up.",
 		}),
 	}
+	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "acta_store_wal_errors_total", Help: "WAL appends or fsyncs that failed (the request was not acknowledged; after a failed fsync the WAL refuses appends until a restart).",
+	})
+	m.headOldest = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "acta_store_head_oldest_age_seconds", Help: "Age of the oldest unflushed head sample's arrival, as of the flusher's last scan: how far flushing lags.",
+	}, func() float64 {
+		since := s.hd.oldestSince.Load()
+		if since == 0 {
+			return 0
+		}
+		return float64(s.now().UnixNano()-since) / 1e9
+	})
+	m.openReaders = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "acta_store_open_readers", Help: "Series file readers kept open between reads (bounded by Options.MaxOpenReaders).",
+	}, func() float64 { n, _ := s.readers.stats(); return float64(n) })
+	m.readerHits = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "acta_store_reader_cache_hits_total", Help: "Series file reads that reused an open reader.",
+	}, func() float64 { return float64(s.readers.hits.Load()) })
+	m.readerMisses = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "acta_store_reader_cache_misses_total", Help: "Series file reads that had to open the file (discovering its blocks).",
+	}, func() float64 { return float64(s.readers.misses.Load()) })
+	m.fsFree = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "acta_store_filesystem_free_bytes", Help: "Bytes available to the server on the data directory's file system.",
+	}, func() float64 { free, _ := fsSpace(s.dir); return float64(free) })
+	m.fsSize = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "acta_store_filesystem_size_bytes", Help: "Size of the data directory's file system.",
+	}, func() float64 { _, size := fsSpace(s.dir); return float64(size) })
 	for _, r := range reasons {
 		m.rejected.WithLabelValues(r)
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.walFsync, m.walBytes, m.headSeries, m.headSamples, m.series,
-			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.appended, m.duplicates,
-			m.rejected, m.walTruncations, m.replayedSamples} {
+			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
+			m.rejected, m.walTruncations, m.replayedSamples, m.walErrors, m.headOldest, m.openReaders, m.readerHits, m.readerMisses,
+			m.fsFree, m.fsSize} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register store metrics: %w", err)
 			}

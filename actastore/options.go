@@ -39,12 +39,32 @@ type Options struct {
 	// may be and still be accepted. 0 accepts any age. Default 0.
 	OutOfOrderWindow time.Duration
 
-	// MaxHeadSamples makes Append return ErrOverloaded while the head holds
-	// more unflushed samples than this (flushing has fallen behind). 0 means
-	// unlimited.
+	// MaxHeadSamples makes Commit return ErrOverloaded while the head holds
+	// more unflushed items (float samples and histograms) than this
+	// (flushing has fallen behind). 0 means unlimited.
 	MaxHeadSamples int64
+	// MaxHeadBytes is the same bound in bytes of memory: what the head's
+	// samples of every kind cost (a float sample 24 bytes, a histogram a few
+	// hundred: kind.size). 0 means unlimited.
+	MaxHeadBytes int64
 
-	MaxOpenFiles    int   // open series file writers kept (LRU); default 256
+	// MaxFuture refuses samples, histograms and exemplars more than this
+	// ahead of the store's clock (ErrOutOfBounds), as Prometheus refuses
+	// anything beyond now+10m. 0 disables the bound.
+	MaxFuture time.Duration
+	// MinTimestamp refuses samples and histograms older than this (ms
+	// since the epoch; ErrOutOfBounds); the zero Options refuse negative
+	// timestamps. Exemplars without a timestamp (0) are exempt.
+	MinTimestamp int64
+
+	MaxOpenFiles int // open series file writers kept (LRU); default 256
+	// MaxOpenReaders is how many series file readers reads keep open
+	// between queries (LRU; file descriptors, which Go raises to the hard
+	// limit at start-up); default 4096, negative: none.
+	MaxOpenReaders int
+	// MaxReaderBytes bounds the memory those readers' block indexes hold;
+	// default 64 MiB.
+	MaxReaderBytes  int64
 	MaxSeries       int   // 0 means unlimited
 	MaxQuerySeries  int   // per Select; 0 means unlimited
 	MaxQuerySamples int64 // per Select; 0 means unlimited

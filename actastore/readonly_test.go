@@ -44,7 +44,10 @@ func TestReadOnlyWhileOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(smps) != 2 || smps[0] != (Sample{1000, 1}) || smps[1].T != 2000 || math.Float64bits(smps[1].V) != 0x7ff0000000000002 {
+	// The files' samples and the one only the WAL holds yet (the server's
+	// head): everything acknowledged.
+	if len(smps) != 3 || smps[0] != (Sample{1000, 1}) || smps[1].T != 2000 || math.Float64bits(smps[1].V) != 0x7ff0000000000002 ||
+		smps[2] != (Sample{3000, 3}) {
 		t.Fatalf("samples %v", smps)
 	}
 	if nt, ok := ro.NewestInWAL(got[0].Ref); !ok || nt != 3000 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -13,10 +14,17 @@ import (
 // Layouts are drawn in docs/format/wal.md and catalog.md. Frozen.
 const (
 	recSeries  byte = 1 // series definitions: ref, created ms, canonical labels
-	recSamples byte = 2 // samples of one or more series
-	// recSeriesDeleted (catalog only): series retention removed after
-	// deleting their last file. Type 3 is the flush state's.
+	recSamples byte = 2 // float samples of one or more series
+	// Type 3 is the flush state's (flushstate.go).
+	// recSeriesDeleted (catalog only): series retention or deletion removed
+	// after deleting their last file.
 	recSeriesDeleted byte = 4
+	recHistograms    byte = 5 // native histograms of one or more series
+	recExemplars     byte = 6 // exemplars of one or more series
+	recMetadata      byte = 7 // metric family metadata
+	// recTombstones: ranges of series' samples deleted (DeleteSeries);
+	// replay drops the samples before them that they cover.
+	recTombstones byte = 8
 )
 
 // deletedRec says series Ref was removed at At (ms, store clock).
@@ -79,21 +87,60 @@ type seriesRec struct {
 	Labels  labels.Labels
 }
 
-// refSamples are samples of one series, in the order they were accepted.
-type refSamples struct {
+// refSamples are samples of one kind of one series, in the order they
+// were accepted.
+type refSamples[S any] struct {
 	Ref     uint64
-	Samples []Sample
+	Samples []S
 }
 
 var errRecord = errors.New("bad record")
+
+// recordBuilder collects record payloads in one buffer it keeps across
+// uses (the WAL copies what it is given), so encoding a batch's records
+// allocates nothing once warm.
+type recordBuilder struct {
+	buf  []byte // the records, back to back
+	ends []int  // end offset of each record in buf
+	body []byte // scratch for the record being built
+}
+
+func (rb *recordBuilder) reset() {
+	rb.buf, rb.ends, rb.body = rb.buf[:0], rb.ends[:0], rb.body[:0]
+}
+
+// add appends a record: type | count uvarint | body.
+func (rb *recordBuilder) add(typ byte, count int, body []byte) {
+	rb.buf = append(rb.buf, typ)
+	rb.buf = binary.AppendUvarint(rb.buf, uint64(count))
+	rb.buf = append(rb.buf, body...)
+	rb.ends = append(rb.ends, len(rb.buf))
+}
+
+// records appends the built records to dst, as slices of the builder's
+// buffer (valid until its next use).
+func (rb *recordBuilder) records(dst [][]byte) [][]byte {
+	lo := 0
+	for _, hi := range rb.ends {
+		dst = append(dst, rb.buf[lo:hi:hi])
+		lo = hi
+	}
+	return dst
+}
 
 // appendSeriesRecords encodes series definitions into one or more record
 // payloads, each below maxRecordPayload, appending them to recs.
 //
 //	type=1 | count uvarint | count × (ref uint64 LE | created varint | labels)
 func appendSeriesRecords(recs [][]byte, series []seriesRec) [][]byte {
+	var rb recordBuilder
+	rb.addSeries(series)
+	return rb.records(recs)
+}
+
+func (rb *recordBuilder) addSeries(series []seriesRec) {
 	for len(series) > 0 {
-		body := make([]byte, 0, 256)
+		body := rb.body[:0]
 		n := 0
 		for n < len(series) && len(body) < maxRecordPayload {
 			s := series[n]
@@ -102,13 +149,10 @@ func appendSeriesRecords(recs [][]byte, series []seriesRec) [][]byte {
 			body = appendCanonicalLabels(body, s.Labels)
 			n++
 		}
-		rec := make([]byte, 0, len(body)+binary.MaxVarintLen64+1)
-		rec = append(rec, recSeries)
-		rec = binary.AppendUvarint(rec, uint64(n))
-		recs = append(recs, append(rec, body...))
+		rb.add(recSeries, n, body)
+		rb.body = body
 		series = series[n:]
 	}
-	return recs
 }
 
 // decodeSeriesRecord calls fn for each series definition of a type-1 payload.
@@ -147,90 +191,56 @@ func decodeSeriesRecord(b *labels.ScratchBuilder, rec []byte, fn func(seriesRec)
 	return nil
 }
 
-// appendSamplesRecords encodes samples into record payloads below
-// maxRecordPayload, appending them to recs.
+// appendSamplesRecords encodes samples of kind k into record payloads
+// below maxRecordPayload, adding them to rb.
 //
-//	type=2 | count uvarint | count × (ref uint64 LE | n uvarint |
-//	        t0 varint | (n-1) × Δt varint | n × value bits uint64 LE)
+//	type=k.recordType() | count uvarint | count × (ref uint64 LE | n uvarint | k's payload of n samples)
 //
-// Timestamps are delta-coded (one to three bytes each for regular scrapes);
-// values keep their exact IEEE 754 bits.
-func appendSamplesRecords(recs [][]byte, buf []byte, series []refSamples) ([][]byte, []byte) {
+// For floats (type 2) the payload is t0 varint | (n-1) × Δt varint |
+// n × value bits uint64 LE; for histograms (type 5) n histfile records.
+func appendSamplesRecords[S any](k kind[S], rb *recordBuilder, series []refSamples[S]) {
 	for len(series) > 0 {
-		buf = buf[:0]
+		body := rb.body[:0]
 		n := 0
-		for n < len(series) && len(buf) < maxRecordPayload {
+		for n < len(series) && len(body) < maxRecordPayload {
 			s := series[n]
-			buf = binary.LittleEndian.AppendUint64(buf, s.Ref)
-			buf = binary.AppendUvarint(buf, uint64(len(s.Samples)))
-			prev := int64(0)
-			for i, smp := range s.Samples {
-				if i == 0 {
-					buf = binary.AppendVarint(buf, smp.T)
-				} else {
-					buf = binary.AppendVarint(buf, smp.T-prev)
-				}
-				prev = smp.T
-			}
-			for _, smp := range s.Samples {
-				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(smp.V))
-			}
+			body = binary.LittleEndian.AppendUint64(body, s.Ref)
+			body = binary.AppendUvarint(body, uint64(len(s.Samples)))
+			body = k.appendSamples(body, s.Samples)
 			n++
 		}
-		rec := make([]byte, 0, len(buf)+binary.MaxVarintLen64+1)
-		rec = append(rec, recSamples)
-		rec = binary.AppendUvarint(rec, uint64(n))
-		recs = append(recs, append(rec, buf...))
+		rb.add(k.recordType(), n, body)
+		rb.body = body
 		series = series[n:]
 	}
-	return recs, buf
 }
 
-// decodeSamplesRecord calls fn for each series' samples of a type-2 payload;
-// the slice passed to fn is scratch, valid only during the call.
-func decodeSamplesRecord(rec []byte, scratch []Sample, fn func(ref uint64, s []Sample) error) ([]Sample, error) {
-	if len(rec) == 0 || rec[0] != recSamples {
-		return scratch, fmt.Errorf("%w: not a samples record", errRecord)
+// decodeSamplesRecord calls fn for each series' samples of a samples
+// record of kind k (type byte included); the slice passed to fn is
+// scratch, valid only during the call.
+func decodeSamplesRecord[S any](k kind[S], rec []byte, scratch []S, fn func(ref uint64, s []S) error) ([]S, error) {
+	if len(rec) == 0 {
+		return scratch, fmt.Errorf("%w: empty record", errRecord)
 	}
-	n, k := binary.Uvarint(rec[1:])
-	if k <= 0 {
+	n, c := binary.Uvarint(rec[1:])
+	if c <= 0 {
 		return scratch, fmt.Errorf("%w: series count", errRecord)
 	}
-	src := rec[1+k:]
+	src := rec[1+c:]
 	for i := uint64(0); i < n; i++ {
 		if len(src) < 8 {
-			return scratch, fmt.Errorf("%w: series %d of %d cut short", errRecord, i, n)
+			return scratch, fmt.Errorf("%w: %s series %d of %d cut short", errRecord, k.name(), i, n)
 		}
 		ref := binary.LittleEndian.Uint64(src)
-		cnt, k := binary.Uvarint(src[8:])
-		// Each sample needs at least 9 bytes; never allocate from a count
-		// the record cannot hold.
-		if k <= 0 || cnt > uint64(len(src))/9 {
-			return scratch, fmt.Errorf("%w: sample count of series %d", errRecord, i)
+		cnt, c := binary.Uvarint(src[8:])
+		if c <= 0 || cnt > uint64(len(src)) {
+			return scratch, fmt.Errorf("%w: %s count of series %d", errRecord, k.name(), i)
 		}
-		src = src[8+k:]
-		scratch = scratch[:0]
-		t := int64(0)
-		for j := uint64(0); j < cnt; j++ {
-			d, k := binary.Varint(src)
-			if k <= 0 {
-				return scratch, fmt.Errorf("%w: timestamp %d of series %d", errRecord, j, i)
-			}
-			if j == 0 {
-				t = d
-			} else {
-				t += d
-			}
-			scratch = append(scratch, Sample{T: t})
-			src = src[k:]
+		var err error
+		scratch, src, err = k.decodeSamples(scratch[:0], src[8+c:], int(cnt))
+		if err != nil {
+			return scratch, fmt.Errorf("%s series %d: %w", k.name(), i, err)
 		}
-		if uint64(len(src)) < 8*cnt {
-			return scratch, fmt.Errorf("%w: values of series %d cut short", errRecord, i)
-		}
-		for j := range scratch {
-			scratch[j].V = math.Float64frombits(binary.LittleEndian.Uint64(src[8*j:]))
-		}
-		src = src[8*cnt:]
 		if err := fn(ref, scratch); err != nil {
 			return scratch, err
 		}
@@ -239,4 +249,110 @@ func decodeSamplesRecord(rec []byte, scratch []Sample, fn func(ref uint64, s []S
 		return scratch, fmt.Errorf("%w: %d trailing bytes after %d series", errRecord, len(src), n)
 	}
 	return scratch, nil
+}
+
+// refExemplars are exemplars of one series.
+type refExemplars struct {
+	Ref       uint64
+	Exemplars []Exemplar
+}
+
+// appendExemplarsRecord encodes one record:
+//
+//	type=6 | count uvarint | count × (ref uint64 LE | n uvarint |
+//	        n × (t varint | value bits uint64 LE | canonical labels))
+func appendExemplarsRecord(dst []byte, series []refExemplars) []byte {
+	dst = append(dst, recExemplars)
+	dst = binary.AppendUvarint(dst, uint64(len(series)))
+	for _, s := range series {
+		dst = binary.LittleEndian.AppendUint64(dst, s.Ref)
+		dst = binary.AppendUvarint(dst, uint64(len(s.Exemplars)))
+		for _, e := range s.Exemplars {
+			dst = binary.AppendVarint(dst, e.T)
+			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.Value))
+			dst = appendCanonicalLabels(dst, e.Labels)
+		}
+	}
+	return dst
+}
+
+// decodeExemplarsRecord calls fn for each series' exemplars of an exemplar
+// record (type byte included: 6, or 2 of the pre-1 histogram WAL).
+func decodeExemplarsRecord(b *labels.ScratchBuilder, rec []byte, fn func(ref uint64, es []Exemplar) error) error {
+	n, k := binary.Uvarint(rec[1:])
+	if k <= 0 {
+		return fmt.Errorf("%w: exemplar series count", errRecord)
+	}
+	src := rec[1+k:]
+	for i := uint64(0); i < n; i++ {
+		if len(src) < 8 {
+			return fmt.Errorf("%w: exemplar series %d of %d cut short", errRecord, i, n)
+		}
+		ref := binary.LittleEndian.Uint64(src)
+		m, k := binary.Uvarint(src[8:])
+		if k <= 0 || m > uint64(len(src))/10 {
+			return fmt.Errorf("%w: exemplar count of series %d", errRecord, i)
+		}
+		src = src[8+k:]
+		es := make([]Exemplar, 0, m)
+		for j := uint64(0); j < m; j++ {
+			t, k := binary.Varint(src)
+			if k <= 0 || len(src) < k+8 {
+				return fmt.Errorf("%w: exemplar %d of series %d", errRecord, j, i)
+			}
+			e := Exemplar{T: t, Value: math.Float64frombits(binary.LittleEndian.Uint64(src[k:]))}
+			var err error
+			if e.Labels, src, err = decodeCanonicalLabels(b, src[k+8:]); err != nil {
+				return fmt.Errorf("%w: exemplar %d of series %d labels: %v", errRecord, j, i, err)
+			}
+			es = append(es, e)
+		}
+		if err := fn(ref, es); err != nil {
+			return err
+		}
+	}
+	if len(src) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes in exemplar record", errRecord, len(src))
+	}
+	return nil
+}
+
+// appendMetadataRecord encodes one record:
+//
+//	type=7 | count uvarint | count × (name | type | unit | help), each a
+//	uvarint length and UTF-8 bytes
+func appendMetadataRecord(dst []byte, md []NamedMetadata) []byte {
+	dst = append(dst, recMetadata)
+	dst = binary.AppendUvarint(dst, uint64(len(md)))
+	for _, m := range md {
+		for _, s := range []string{m.Name, string(m.Type), m.Unit, m.Help} {
+			dst = binary.AppendUvarint(dst, uint64(len(s)))
+			dst = append(dst, s...)
+		}
+	}
+	return dst
+}
+
+// decodeMetadataRecord calls fn for each entry of a metadata record (type
+// byte included: 7, or 3 of the pre-1 histogram WAL).
+func decodeMetadataRecord(rec []byte, fn func(NamedMetadata)) error {
+	n, k := binary.Uvarint(rec[1:])
+	if k <= 0 || n > uint64(len(rec)) {
+		return fmt.Errorf("%w: metadata count", errRecord)
+	}
+	src := rec[1+k:]
+	for i := uint64(0); i < n; i++ {
+		var f [4]string
+		for j := range f {
+			var ok bool
+			if f[j], src, ok = readString(src); !ok {
+				return fmt.Errorf("%w: metadata %d of %d", errRecord, i, n)
+			}
+		}
+		fn(NamedMetadata{Name: f[0], Metadata: Metadata{Type: model.MetricType(f[1]), Unit: f[2], Help: f[3]}})
+	}
+	if len(src) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes in metadata record", errRecord, len(src))
+	}
+	return nil
 }

@@ -7,67 +7,118 @@ import (
 	"github.com/acta-remote/acta-remote/rotation"
 )
 
-// writeRotated writes a flush's sorted samples into the series' files as
-// the rotation policy routes them: the newest file first (its period's
-// samples and older, out-of-order ones), then a new file per later period
-// or after a full file. It returns how many leading samples are in files
-// (all of them unless err) and the last path written or tried. Called with
-// ms.flushMu held, so the series' newest file cannot change meanwhile.
-func (s *Store) writeRotated(ms *memSeries, smps []Sample) (written int, path string, err error) {
+// writeRotated writes a flush's sorted samples of kind k into the series'
+// files as the rotation policy routes them: the newest file first (its
+// period's samples and older, out-of-order ones), then a new file per later
+// period or after a full file. It returns how many leading samples are in
+// files (all of them unless err) and the last path written or tried. Called
+// with the series' flush lock held, so its newest file cannot change
+// meanwhile.
+func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S) (written int, path string, err error) {
 	pol := s.opts.Rotation
 	ms.mu.Lock()
+	tr := k.track(ms, false)
 	var cur *rotation.Newest
-	if n := len(ms.files); n > 0 {
-		cur = &rotation.Newest{Start: ms.files[n-1], MaxT: noTime}
-		if ms.hasLastFlushed {
-			// The newest file holds the series' newest flushed sample: a
-			// new file starts after everything written before it.
-			cur.MaxT = ms.lastFlushed.T
+	var curStart int64
+	if n := len(tr.files); n > 0 {
+		curStart = tr.files[n-1]
+		cur = &rotation.Newest{Start: curStart, MaxT: noTime}
+		if tr.fileMaxKnown {
+			cur.MaxT = tr.fileMaxT
+		}
+		// A file may span periods (a pre-rotation histogram file was
+		// renamed to its first sample): route as if it started in its
+		// newest sample's period, so every new file starts after
+		// everything written before it.
+		if pol.Period > 0 && cur.MaxT != noTime && pol.PeriodStart(cur.MaxT) > cur.Start {
+			cur.Start = pol.PeriodStart(cur.MaxT)
 		}
 	}
 	ms.mu.Unlock()
 	if cur != nil && pol.MaxFileBytes > 0 {
-		p := seriesFilePath(s.dir, ms.ref, cur.Start)
+		p := filePath(s.dir, k, ms.ref, curStart)
 		if fi, err := os.Stat(p); err == nil {
 			cur.Bytes = fi.Size()
 		}
 		if pol.NeedsMaxT(*cur) && cur.MaxT == noTime {
-			newest, ok, err := seriesFileNewest(p)
+			newest, ok, err := newestInFile(k, p)
 			if err != nil {
 				return 0, p, fmt.Errorf("newest sample of full file: %w", err)
 			}
 			if ok {
-				cur.MaxT = newest.T
+				cur.MaxT = k.ts(newest)
 			}
 		}
 	}
 	ts := make([]int64, len(smps))
 	for i, smp := range smps {
-		ts[i] = smp.T
+		ts[i] = k.ts(smp)
 	}
 	for _, part := range pol.Split(cur, ts) {
-		path = seriesFilePath(s.dir, ms.ref, part.Start)
-		if err := s.writeBlocks(ms, path, part.Start, part.Create, smps[part.Lo:part.Hi]); err != nil {
+		start := part.Start
+		if !part.Create {
+			start = curStart
+		}
+		path = filePath(s.dir, k, ms.ref, start)
+		if err := writeBlocks(s, k, ms, path, start, part.Create, smps[part.Lo:part.Hi]); err != nil {
 			return written, path, err
 		}
 		if part.Create {
 			s.rm.FilesCreated.WithLabelValues(part.Reason).Inc()
 			if part.Reason != rotation.ReasonFirst {
-				s.log.Debug("series file rotated", "ref", fmt.Sprintf("%016x", ms.ref), "path", path, "reason", part.Reason)
+				s.log.Debug("series file rotated", "kind", k.name(), "ref", fmt.Sprintf("%016x", ms.ref), "path", path, "reason", part.Reason)
 			}
 		}
 		ms.mu.Lock()
-		lo := smps[part.Lo].T
-		if ms.fileMin == nil {
-			ms.fileMin = make(map[int64]int64)
-		}
-		if m, ok := ms.fileMin[part.Start]; ok {
-			ms.fileMin[part.Start] = min(m, lo)
-		} else if part.Create {
-			ms.fileMin[part.Start] = lo
+		if _, known := tr.fileMin(start); known || part.Create {
+			noteFileMin(tr, start, ts[part.Lo])
 		}
 		ms.mu.Unlock()
 		written = part.Hi
 	}
 	return written, path, nil
 }
+
+// writeBlocks appends sorted smps to the file at path (created when create)
+// as blocks of at most the kind's block rows. Called with the series' flush
+// lock held.
+func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start int64, create bool, smps []S) error {
+	e, err := s.writers.acquire(fileKey{ref: ms.ref, kind: k.id()}, path, create, k.schema(), k.writerOptions(s.fo))
+	if err != nil {
+		return err
+	}
+	defer s.writers.release(e)
+	if create {
+		// The file exists from now on, whatever happens to the append.
+		ms.mu.Lock()
+		tr := k.track(ms, false)
+		tr.files = append(tr.files, start)
+		ms.mu.Unlock()
+	}
+	rows := k.maxBlockRows(s.fo)
+	if testHookWriteBlocks != nil {
+		testHookWriteBlocks(k.id())
+	}
+	for len(smps) > 0 {
+		n := min(len(smps), rows)
+		b, err := k.batch(smps[:n], false)
+		if err != nil {
+			return err
+		}
+		err = e.appendBlock(b)
+		// Before the samples leave the flushing buffer (readerCache doc).
+		s.readers.invalidate(path)
+		if err != nil {
+			e.broken = true
+			return err
+		}
+		e.dirty = true
+		smps = smps[n:]
+	}
+	return nil
+}
+
+// testHookWriteBlocks, set by tests only, runs before a flush writes a
+// track's blocks (with the series' flush lock held): a test makes a kind's
+// file I/O hang there and checks what does not wait for it.
+var testHookWriteBlocks func(kindID)

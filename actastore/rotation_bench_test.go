@@ -83,7 +83,7 @@ func BenchmarkAppendDuringCompaction(b *testing.B) {
 // writeDayFile writes a day of 15 s samples in 20-row blocks, uncompressed,
 // as flushes leave a sealed file.
 func writeDayFile(b testing.TB, path string, start int64, series int) {
-	w, err := acta.Create(path, defaultSchema, writerOptions(fileOptions{blockRows: 4096}))
+	w, err := acta.Create(path, floatSchema, floats.writerOptions(fileOptions{blockRows: 4096}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func writeDayFile(b testing.TB, path string, start int64, series int) {
 			ts[j] = start + int64(step)*step15
 			vs[j] = realisticValue(series, step)
 		}
-		if err := w.Append(&acta.Batch{Schema: defaultSchema, Rows: 20, Columns: []acta.Array{
+		if err := w.Append(&acta.Batch{Schema: floatSchema, Rows: 20, Columns: []acta.Array{
 			&acta.FixedArray[int64]{Values: ts}, &acta.FixedArray[float64]{Values: vs}}}); err != nil {
 			b.Fatal(err)
 		}

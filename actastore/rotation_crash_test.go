@@ -148,13 +148,14 @@ func TestRotationCrashKill9(t *testing.T) {
 		keepFrom := rotCrashT(maxAck+1) - rotCrashKeep.Milliseconds()
 		for i := 0; i < rotCrashSeries; i++ {
 			counts := map[int64]int{}
-			ms := s.byRef[refOf(t, s, rotCrashLabels(i))]
-			for _, st := range ms.files {
+			ms := s.reg.byRef[refOf(t, s, rotCrashLabels(i))]
+			for _, st := range ms.floats.files {
 				p := seriesFilePath(dir, ms.ref, st)
-				err := readSeriesFile(p, math.MinInt64, math.MaxInt64, func(b block) error {
-					for k, ts := range b.ts {
-						if math.Float64bits(b.vs[k]) != math.Float64bits(rotCrashValue(i, ts)) {
-							return fmt.Errorf("series %d sample at %d has value %v, never sent", i, ts, b.vs[k])
+				_, _, _, err := readFile(floats, nil, p, math.MinInt64, math.MaxInt64, func(run []Sample) error {
+					for _, smp := range run {
+						ts := smp.T
+						if math.Float64bits(smp.V) != math.Float64bits(rotCrashValue(i, ts)) {
+							return fmt.Errorf("series %d sample at %d has value %v, never sent", i, ts, smp.V)
 						}
 						// On the minute grid, or series 0's out-of-order samples (grid + 7 ms).
 						if off := (ts - day0) % rotCrashStep; off != 0 && (i != 0 || off != 7) {

@@ -16,7 +16,7 @@ import (
 // loop forever, and a MinInt64 one named its file for the far future).
 func TestRotationInt64EdgeTimestamps(t *testing.T) {
 	dir := t.TempDir()
-	opts := Options{MaintenanceInterval: -1, Rotation: rotation.Policy{Period: 24 * time.Hour}, Logger: quiet}
+	opts := Options{MaintenanceInterval: -1, Rotation: rotation.Policy{Period: 24 * time.Hour}, Logger: quiet, MinTimestamp: math.MinInt64}
 	s := openT(t, dir, opts)
 	ls := labels.FromStrings("__name__", "edge")
 	smps := []Sample{{math.MinInt64, 1}, {0, 2}, {math.MaxInt64 - 1, 3}, {math.MaxInt64, 4}}

@@ -86,9 +86,7 @@ func seriesFiles(t testing.TB, dir string, ref uint64) []int64 {
 
 func refOf(t testing.TB, s *Store, l labels.Labels) uint64 {
 	t.Helper()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ms := s.lookupLocked(hashLabels(appendCanonicalLabels(nil, l)), l)
+	ms := seriesOf(s, l)
 	if ms == nil {
 		t.Fatalf("no series %s", l)
 	}
@@ -140,9 +138,9 @@ func TestRotationAtPeriodBoundaries(t *testing.T) {
 	}
 	// Pruning by names: a range inside 02:00-04:00 opens the 02:00 file
 	// only (the 04:00 file's minimum is known: it took no older sample).
-	ms := s.byRef[r]
+	ms := s.reg.byRef[r]
 	ms.mu.Lock()
-	spans := filesInRange(ms, day0+3*hour, day0+3*hour+60000)
+	spans := filesInRange(&ms.floats, day0+3*hour, day0+3*hour+60000)
 	ms.mu.Unlock()
 	if len(spans) != 1 || spans[0].start != day0+2*hour {
 		t.Errorf("files opened for 03:00-03:01: %+v", spans)

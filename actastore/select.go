@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -37,13 +39,14 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 
 // matchSeries returns the series matching ms, sorted by labels.
 func (s *Store) matchSeries(ms []*labels.Matcher) []*memSeries {
-	s.mu.RLock()
-	ids := s.ix.selectIDs(ms)
+	r := s.reg
+	r.mu.RLock()
+	ids := r.ix.selectIDs(ms)
 	list := make([]*memSeries, len(ids))
 	for i, id := range ids {
-		list[i] = s.ix.series[id]
+		list[i] = r.ix.series[id]
 	}
-	s.mu.RUnlock()
+	r.mu.RUnlock()
 	slices.SortFunc(list, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
 	return list
 }
@@ -57,12 +60,13 @@ func (s *Store) LabelNames(ctx context.Context, ms ...*labels.Matcher) ([]string
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.reg.mu.RLock()
+	defer s.reg.mu.RUnlock()
+	ix := s.reg.ix
 	if len(ms) == 0 {
-		return s.ix.labelNames(nil, true), nil
+		return ix.labelNames(nil, true), nil
 	}
-	return s.ix.labelNames(s.ix.selectIDs(ms), false), nil
+	return ix.labelNames(ix.selectIDs(ms), false), nil
 }
 
 // LabelValues returns the sorted values of label name among the series
@@ -74,12 +78,13 @@ func (s *Store) LabelValues(ctx context.Context, name string, ms ...*labels.Matc
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.reg.mu.RLock()
+	defer s.reg.mu.RUnlock()
+	ix := s.reg.ix
 	if len(ms) == 0 {
-		return s.ix.labelValues(name, nil, true), nil
+		return ix.labelValues(name, nil, true), nil
 	}
-	return s.ix.labelValues(name, s.ix.selectIDs(ms), false), nil
+	return ix.labelValues(name, ix.selectIDs(ms), false), nil
 }
 
 // Series returns the label sets of the series matching ms, sorted, whether
@@ -102,106 +107,74 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 	return out, nil
 }
 
-// readSeries returns the series' samples in [mint, maxt], sorted, without
-// duplicate timestamps. The head is copied before the files are read: a
-// flush running meanwhile moves samples from head to file, so they are seen
-// at least once (twice at worst, and merged).
-func (s *Store) readSeries(ms *memSeries, mint, maxt int64) ([]Sample, error) {
+// readTrack returns the series' samples of kind k in [mint, maxt], sorted,
+// one per timestamp (the one stored first wins: file blocks in file order,
+// then the flushing buffer, then the head). The head is copied before the
+// files are read: a flush running meanwhile moves samples from head to
+// file, so they are seen at least once (twice at worst, and merged).
+func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) ([]S, error) {
 	ms.mu.Lock()
-	flushing := samplesInRange(nil, ms.flushing, mint, maxt)
-	head := samplesInRange(nil, ms.head, mint, maxt)
-	files := filesInRange(ms, mint, maxt)
+	tr := k.track(ms, false)
+	if tr == nil {
+		ms.mu.Unlock()
+		return nil, nil
+	}
+	flushing := inRange(k, nil, tr.flushingBuf(), mint, maxt)
+	head := inRange(k, nil, tr.head, mint, maxt)
+	files := filesInRange(tr, mint, maxt)
 	ms.mu.Unlock()
 
-	var runs [][]Sample
-	if len(files) > 0 {
-		ms.fileMu.RLock()
-		for _, f := range files {
-			path := seriesFilePath(s.dir, ms.ref, f.start)
-			lo, ok, err := readSeriesFileMin(path, mint, maxt, func(b block) error {
-				if run := b.samplesIn(mint, maxt); len(run) > 0 {
-					runs = append(runs, run)
-				}
-				return nil
-			})
-			if errors.Is(err, os.ErrNotExist) {
-				continue // retention deleted it after the listing: expired data
-			}
-			if err != nil {
-				ms.fileMu.RUnlock()
-				return nil, fmt.Errorf("read series %016x file %s: %w", ms.ref, path, err)
-			}
-			// Cache the lower bound of sealed files only: the newest file
-			// may take an older sample between this read and the store.
-			if ok && !f.minKnown && f.sealed {
-				ms.mu.Lock()
-				if ms.fileMin == nil {
-					ms.fileMin = make(map[int64]int64)
-				}
-				if m, known := ms.fileMin[f.start]; !known || lo < m {
-					ms.fileMin[f.start] = lo
-				}
-				ms.mu.Unlock()
-			}
+	var runs [][]S
+	for _, f := range files {
+		path := filePath(s.dir, k, ms.ref, f.start)
+		lo, _, ok, err := readFile(k, s.readers, path, mint, maxt, func(run []S) error {
+			runs = append(runs, run)
+			return nil
+		})
+		if errors.Is(err, os.ErrNotExist) {
+			continue // retention deleted it after the listing: expired data
 		}
-		ms.fileMu.RUnlock()
+		if err != nil {
+			return nil, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
+		}
+		// Cache the lower bound of sealed files only: the newest file may
+		// take an older sample between this read and the store.
+		if ok && !f.minKnown && f.sealed {
+			ms.mu.Lock()
+			noteFileMin(tr, f.start, lo)
+			ms.mu.Unlock()
+		}
 	}
-	// File blocks first: for equal timestamps the first run wins, and the
-	// file holds what was stored first (see the package doc).
 	if len(flushing) > 0 {
 		runs = append(runs, flushing)
 	}
 	if len(head) > 0 {
 		runs = append(runs, head)
 	}
-	return mergeRuns(runs), nil
-}
-
-// fileSpan is a series file a Select must open.
-type fileSpan struct {
-	start    int64
-	minKnown bool
-	sealed   bool // not the newest: never appended to again
-}
-
-// filesInRange lists the series' files that may hold samples in [mint,
-// maxt] without opening any: file i holds only samples below the next
-// file's start (rotation package doc), and none below its known minimum.
-// Called with ms.mu held.
-func filesInRange(ms *memSeries, mint, maxt int64) []fileSpan {
-	var out []fileSpan
-	for i, start := range ms.files {
-		if i+1 < len(ms.files) && ms.files[i+1] <= mint {
-			continue
-		}
-		m, known := ms.fileMin[start]
-		if known && m > maxt {
-			continue
-		}
-		out = append(out, fileSpan{start: start, minKnown: known, sealed: i+1 < len(ms.files)})
-	}
-	return out
+	return mergeRuns(k, runs), nil
 }
 
 // mergeRuns merges sorted runs into one sorted run, keeping the first
 // sample for each timestamp (earlier runs win). Runs that follow each other
 // in time (the usual case: one block after another) are concatenated.
-func mergeRuns(runs [][]Sample) []Sample {
+func mergeRuns[S any](k kind[S], runs [][]S) []S {
 	switch len(runs) {
 	case 0:
 		return nil
 	case 1:
-		return dedupeSorted(runs[0])
+		return dedupeSorted(k, runs[0])
 	}
+	first := func(r []S) int64 { return k.ts(r[0]) }
+	last := func(r []S) int64 { return k.ts(r[len(r)-1]) }
 	// Sort runs by first timestamp (stable, so run order decides ties).
 	order := make([]int, len(runs))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return runs[order[a]][0].T < runs[order[b]][0].T })
+	sort.SliceStable(order, func(a, b int) bool { return first(runs[order[a]]) < first(runs[order[b]]) })
 	disjoint := true
-	for k := 1; k < len(order); k++ {
-		if runs[order[k]][0].T <= runs[order[k-1]][len(runs[order[k-1]])-1].T {
+	for i := 1; i < len(order); i++ {
+		if first(runs[order[i]]) <= last(runs[order[i-1]]) {
 			disjoint = false
 			break
 		}
@@ -210,21 +183,21 @@ func mergeRuns(runs [][]Sample) []Sample {
 	for _, r := range runs {
 		total += len(r)
 	}
-	out := make([]Sample, 0, total)
+	out := make([]S, 0, total)
 	if disjoint {
-		for _, k := range order {
-			out = append(out, runs[k]...)
+		for _, i := range order {
+			out = append(out, runs[i]...)
 		}
-		return dedupeSorted(out)
+		return dedupeSorted(k, out)
 	}
 	// k-way merge; k is small (blocks in range plus head), so a linear scan
 	// for the smallest head beats a heap.
 	pos := make([]int, len(runs))
 	for {
 		best := -1
-		for k, r := range runs {
-			if pos[k] < len(r) && (best < 0 || r[pos[k]].T < runs[best][pos[best]].T) {
-				best = k
+		for i, r := range runs {
+			if pos[i] < len(r) && (best < 0 || k.ts(r[pos[i]]) < k.ts(runs[best][pos[best]])) {
+				best = i
 			}
 		}
 		if best < 0 {
@@ -232,7 +205,7 @@ func mergeRuns(runs [][]Sample) []Sample {
 		}
 		smp := runs[best][pos[best]]
 		pos[best]++
-		if n := len(out); n > 0 && out[n-1].T == smp.T {
+		if n := len(out); n > 0 && k.ts(out[n-1]) == k.ts(smp) {
 			continue
 		}
 		out = append(out, smp)
@@ -241,12 +214,12 @@ func mergeRuns(runs [][]Sample) []Sample {
 }
 
 // dedupeSorted drops repeated timestamps of a sorted run, keeping the first.
-func dedupeSorted(r []Sample) []Sample {
+func dedupeSorted[S any](k kind[S], r []S) []S {
 	for i := 1; i < len(r); i++ {
-		if r[i].T == r[i-1].T {
+		if k.ts(r[i]) == k.ts(r[i-1]) {
 			out := r[:i]
 			for _, smp := range r[i+1:] {
-				if smp.T != out[len(out)-1].T {
+				if k.ts(smp) != k.ts(out[len(out)-1]) {
 					out = append(out, smp)
 				}
 			}
@@ -256,7 +229,11 @@ func dedupeSorted(r []Sample) []Sample {
 	return r
 }
 
-// seriesSet loads one series at a time.
+// seriesSet loads the selected series in order. With more than one series
+// it loads ahead on up to GOMAXPROCS goroutines (file decoding is most of a
+// wide query's cost), at most prefetchPerWorker series per worker ahead of
+// the consumer, and hands them out in order; Close (or reaching the end)
+// stops the loaders.
 type seriesSet struct {
 	s          *Store
 	ctx        context.Context
@@ -266,6 +243,82 @@ type seriesSet struct {
 	cur        *loadedSeries
 	total      int64
 	err        error
+
+	queue chan chan loadResult // futures, in series order
+	done  chan struct{}        // closed by Close or at the end: loaders stop
+	once  sync.Once
+}
+
+// loadResult is one loaded series (nil when it has nothing in range).
+type loadResult struct {
+	ls  *loadedSeries
+	err error
+}
+
+const prefetchPerWorker = 4
+
+// load reads one series of every kind.
+func (ss *seriesSet) load(ms *memSeries) loadResult {
+	if err := ctxErr(ss.ctx); err != nil {
+		return loadResult{err: err}
+	}
+	smps, err := readTrack(ss.s, floats, ms, ss.mint, ss.maxt)
+	if err != nil {
+		return loadResult{err: err}
+	}
+	hists, err := readTrack(ss.s, histograms, ms, ss.mint, ss.maxt)
+	if err != nil {
+		return loadResult{err: err}
+	}
+	if len(smps) == 0 && len(hists) == 0 {
+		return loadResult{}
+	}
+	return loadResult{ls: &loadedSeries{lset: ms.lset, samples: smps, hists: hists}}
+}
+
+// start runs the loaders: a producer hands out jobs in order, each with the
+// future it completes; the queue of futures bounds how far ahead they get.
+func (ss *seriesSet) start() {
+	workers := min(runtime.GOMAXPROCS(0), len(ss.list))
+	ss.queue = make(chan chan loadResult, workers*prefetchPerWorker)
+	ss.done = make(chan struct{})
+	type job struct {
+		ms  *memSeries
+		fut chan loadResult
+	}
+	jobs := make(chan job, workers)
+	go func() {
+		defer close(jobs)
+		defer close(ss.queue)
+		for _, ms := range ss.list {
+			fut := make(chan loadResult, 1)
+			select {
+			case ss.queue <- fut:
+			case <-ss.done:
+				return
+			}
+			select {
+			case jobs <- job{ms, fut}:
+			case <-ss.done:
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			for j := range jobs {
+				j.fut <- ss.load(j.ms)
+			}
+		}()
+	}
+}
+
+func (ss *seriesSet) stop() {
+	ss.once.Do(func() {
+		if ss.done != nil {
+			close(ss.done)
+		}
+	})
 }
 
 func (ss *seriesSet) Next() bool {
@@ -274,60 +327,84 @@ func (ss *seriesSet) Next() bool {
 	}
 	for ss.i+1 < len(ss.list) {
 		ss.i++
-		if err := ctxErr(ss.ctx); err != nil {
-			ss.err = err
+		var r loadResult
+		if len(ss.list) == 1 {
+			r = ss.load(ss.list[ss.i])
+		} else {
+			if ss.queue == nil {
+				ss.start()
+			}
+			fut, ok := <-ss.queue
+			if !ok {
+				ss.err = errors.New("BUG: series loaders stopped early")
+				return false
+			}
+			r = <-fut
+		}
+		if r.err != nil {
+			ss.err = r.err
+			ss.stop()
 			return false
 		}
-		ms := ss.list[ss.i]
-		smps, err := ss.s.readSeries(ms, ss.mint, ss.maxt)
-		if err != nil {
-			ss.err = err
-			return false
-		}
-		hists, err := ss.s.hist.read(ms, ss.mint, ss.maxt)
-		if err != nil {
-			ss.err = err
-			return false
-		}
-		if len(smps) == 0 && len(hists) == 0 {
+		if r.ls == nil {
 			continue
 		}
-		ss.total += int64(len(smps) + len(hists))
+		ss.total += int64(len(r.ls.samples) + len(r.ls.hists))
 		if lim := ss.s.opts.MaxQuerySamples; lim > 0 && ss.total > lim {
 			ss.err = fmt.Errorf("%w: more than %d samples selected", ErrQueryLimit, lim)
+			ss.stop()
 			return false
 		}
-		ss.cur = &loadedSeries{lset: ms.lset, samples: smps, hists: hists}
+		ss.cur = r.ls
 		return true
 	}
+	ss.stop()
 	return false
 }
 
-func (ss *seriesSet) At() Series   { return ss.cur }
-func (ss *seriesSet) Err() error   { return ss.err }
-func (ss *seriesSet) Close() error { ss.list = nil; ss.cur = nil; return nil }
+func (ss *seriesSet) At() Series { return ss.cur }
+func (ss *seriesSet) Err() error { return ss.err }
 
-// loadedSeries is one series with its selected samples.
+// Close stops the loaders; a set not iterated to its end must be closed.
+func (ss *seriesSet) Close() error {
+	ss.stop()
+	ss.list = nil
+	ss.cur = nil
+	return nil
+}
+
+// loadedSeries is one series with its selected samples of every kind.
 type loadedSeries struct {
 	lset    labels.Labels
 	samples []Sample
-	hists   []HistogramSample // hist_read.go
+	hists   []HistogramSample
 }
 
 func (l *loadedSeries) Labels() labels.Labels    { return l.lset }
-func (l *loadedSeries) Iterator() SampleIterator { return &sliceIterator{s: l.samples, i: -1} }
+func (l *loadedSeries) Iterator() SampleIterator { return &floatIterator{s: l.samples, i: -1} }
 
-type sliceIterator struct {
+// HistogramIterator returns the series' histograms (HistogramSeries).
+func (l *loadedSeries) HistogramIterator() HistogramIterator {
+	return &histIterator{s: l.hists, i: -1}
+}
+
+type floatIterator struct {
 	s []Sample
 	i int
 }
 
-func (it *sliceIterator) Next() bool {
-	it.i++
-	return it.i < len(it.s)
+func (it *floatIterator) Next() bool           { it.i++; return it.i < len(it.s) }
+func (it *floatIterator) At() (int64, float64) { return it.s[it.i].T, it.s[it.i].V }
+func (it *floatIterator) Err() error           { return nil }
+
+type histIterator struct {
+	s []HistogramSample
+	i int
 }
-func (it *sliceIterator) At() (int64, float64) { return it.s[it.i].T, it.s[it.i].V }
-func (it *sliceIterator) Err() error           { return nil }
+
+func (it *histIterator) Next() bool          { it.i++; return it.i < len(it.s) }
+func (it *histIterator) At() HistogramSample { return it.s[it.i] }
+func (it *histIterator) Err() error          { return nil }
 
 type errSeriesSet struct{ err error }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
@@ -74,6 +75,28 @@ func hashLabels(canon []byte) uint64 {
 	return h
 }
 
+// errUnsorted marks a label set that is valid but for its order.
+var errUnsorted = fmt.Errorf("%w: unsorted", ErrInvalidSeries)
+
+// canonicalLabels returns lset checked and in canonical (sorted) order. A
+// permutation of a valid label set is sorted into its canonical series, as
+// Prometheus and Mimir do (some clients send __name__ first); sorted says
+// so. Duplicate and empty names stay invalid.
+func canonicalLabels(lset labels.Labels) (out labels.Labels, sorted bool, err error) {
+	err = validateLabels(lset)
+	if !errors.Is(err, errUnsorted) {
+		return lset, false, err
+	}
+	b := labels.NewScratchBuilder(lset.Len())
+	lset.Range(func(l labels.Label) { b.Add(l.Name, l.Value) })
+	b.Sort()
+	out = b.Labels()
+	if err := validateLabels(out); err != nil {
+		return lset, false, err
+	}
+	return out, true, nil
+}
+
 // validateLabels checks what Append requires of a series' labels: at least
 // __name__ with a non-empty value; names non-empty, valid UTF-8, strictly
 // ascending (sorted, unique); values non-empty valid UTF-8 (an empty value
@@ -98,7 +121,7 @@ func validateLabels(lset labels.Labels) error {
 			if l.Name == prev {
 				err = fmt.Errorf("%w: duplicate label name %q in %s", ErrInvalidSeries, l.Name, lset)
 			} else {
-				err = fmt.Errorf("%w: labels not sorted (%q after %q) in %s", ErrInvalidSeries, l.Name, prev, lset)
+				err = fmt.Errorf("%w: labels not sorted (%q after %q) in %s", errUnsorted, l.Name, prev, lset)
 			}
 		case !utf8.ValidString(l.Name):
 			err = fmt.Errorf("%w: label name %q is not UTF-8", ErrInvalidSeries, l.Name)
@@ -119,4 +142,57 @@ func validateLabels(lset labels.Labels) error {
 		return fmt.Errorf("%w: labels take %d bytes, limit %d", ErrInvalidSeries, size, maxLabelsBytes)
 	}
 	return nil
+}
+
+// memSeries is one series in memory: its identity, a track per kind of
+// sample it holds, and its newest exemplars. An idle series (nothing
+// buffered) costs the struct, its labels and its postings entries.
+type memSeries struct {
+	ref     uint64
+	id      uint32 // index id, assigned by index.add
+	lset    labels.Labels
+	created int64 // ms
+
+	mu     sync.Mutex // guards everything below
+	floats track[Sample]
+	hists  *track[HistogramSample] // nil until the series gets a histogram
+	ex     *exemplars              // nil until the series gets an exemplar
+	// removed: retention or deletion took the series out of the index;
+	// nothing may be added to it.
+	removed   bool
+	walLogged bool // a series record for it is in the WAL (or catalog)
+	inCatalog bool // its record is in the catalog
+}
+
+func newMemSeries(ref uint64, lset labels.Labels, created int64) *memSeries {
+	return &memSeries{ref: ref, lset: lset, created: created, floats: newTrack[Sample]()}
+}
+
+// busyLocked reports whether the series holds unflushed data of any kind
+// (exemplars included). Called with mu held.
+func (ms *memSeries) busyLocked() bool {
+	return ms.floats.busy() || (ms.hists != nil && ms.hists.busy()) || (ms.ex != nil && ms.ex.unflushed > 0)
+}
+
+// hasFilesLocked reports whether the series has a file of any kind.
+func (ms *memSeries) hasFilesLocked() bool {
+	return len(ms.floats.files) > 0 || (ms.hists != nil && len(ms.hists.files) > 0)
+}
+
+// walSegNeededLocked is the lowest WAL segment whose data the series still
+// holds only in memory, or -1.
+func (ms *memSeries) walSegNeededLocked() int32 {
+	seg := ms.floats.walSegNeeded()
+	lower := func(s int32) {
+		if s >= 0 && (seg < 0 || s < seg) {
+			seg = s
+		}
+	}
+	if ms.hists != nil {
+		lower(ms.hists.walSegNeeded())
+	}
+	if ms.ex != nil && ms.ex.unflushed > 0 {
+		lower(ms.ex.seg)
+	}
+	return seg
 }

@@ -27,16 +27,18 @@ func TestCanonicalLabelsRoundTrip(t *testing.T) {
 }
 
 func TestSampleRecordsRoundTrip(t *testing.T) {
-	in := []refSamples{
+	in := []refSamples[Sample]{
 		{Ref: 1, Samples: []Sample{{T: -5, V: staleNaN}, {T: 0, V: math.Inf(-1)}, {T: 1 << 60, V: math.Copysign(0, -1)}}},
 		{Ref: math.MaxUint64, Samples: []Sample{{T: 100, V: 1.5}}},
 	}
-	recs, _ := appendSamplesRecords(nil, nil, in)
+	var rb recordBuilder
+	appendSamplesRecords(floats, &rb, in)
+	recs := rb.records(nil)
 	if len(recs) != 1 {
 		t.Fatalf("%d records", len(recs))
 	}
 	i := 0
-	_, err := decodeSamplesRecord(recs[0], nil, func(ref uint64, s []Sample) error {
+	_, err := decodeSamplesRecord(floats, recs[0], nil, func(ref uint64, s []Sample) error {
 		if ref != in[i].Ref || !equalBits(s, in[i].Samples) {
 			t.Fatalf("series %d: %x %v", i, ref, s)
 		}
@@ -48,7 +50,7 @@ func TestSampleRecordsRoundTrip(t *testing.T) {
 	}
 	// Truncations fail cleanly, never panic or over-allocate.
 	for n := 1; n < len(recs[0]); n++ {
-		if _, err := decodeSamplesRecord(recs[0][:n], nil, func(uint64, []Sample) error { return nil }); err == nil {
+		if _, err := decodeSamplesRecord(floats, recs[0][:n], nil, func(uint64, []Sample) error { return nil }); err == nil {
 			t.Fatalf("truncated record of %d bytes decoded", n)
 		}
 	}
@@ -64,15 +66,15 @@ func TestHashCollision(t *testing.T) {
 	b := labels.FromStrings("__name__", "b")
 	hb := hashLabels(appendCanonicalLabels(nil, b))
 	// Pretend a's labels hashed to b's hash: register a under ref hb.
-	s.mu.Lock()
-	ma := s.addSeriesLocked(hb, a, 0)
-	s.pending = append(s.pending, ma)
-	s.mu.Unlock()
+	s.reg.mu.Lock()
+	ma := s.reg.addLocked(hb, a, 0)
+	s.reg.pending = append(s.reg.pending, ma)
+	s.reg.mu.Unlock()
 	mustAppend(t, s, []SeriesSamples{{Labels: a, Samples: []Sample{{1, 1}}}})
 	mustAppend(t, s, []SeriesSamples{{Labels: b, Samples: []Sample{{1, 2}}}})
-	s.mu.RLock()
-	mb := s.lookupLocked(hb, b)
-	s.mu.RUnlock()
+	s.reg.mu.RLock()
+	mb := s.reg.lookupLocked(hb, b)
+	s.reg.mu.RUnlock()
 	if mb == nil || mb.ref != hb+1 {
 		t.Fatalf("b got ref %v, want %x", mb, hb+1)
 	}
@@ -89,7 +91,7 @@ func TestHashCollision(t *testing.T) {
 	s = openT(t, dir, Options{})
 	defer s.Close()
 	checkWant(t, selectAll(t, s, 0, 10), w)
-	if s.byRef[hb] == nil || !labels.Equal(s.byRef[hb].lset, a) || !labels.Equal(s.byRef[hb+1].lset, b) {
+	if s.reg.byRef[hb] == nil || !labels.Equal(s.reg.byRef[hb].lset, a) || !labels.Equal(s.reg.byRef[hb+1].lset, b) {
 		t.Fatalf("refs changed across restart")
 	}
 	// Appending b again after restart finds the existing series.

@@ -2,32 +2,56 @@ package actastore
 
 import (
 	"math"
+	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/acta-remote/acta-remote/acta"
 )
 
-func TestBlockSamplesIn(t *testing.T) {
-	f := func(b block, mint, maxt int64, want []Sample) {
-		t.Helper()
-		got := b.samplesIn(mint, maxt)
-		if !slices.Equal(got, want) {
-			t.Fatalf("samplesIn(%d, %d) = %v, want %v", mint, maxt, got, want)
+// readFile returns each overlapping block's samples in the range, sorted
+// (stably: equal timestamps keep their stored order), and the file's bounds.
+func TestReadFileRanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.acta")
+	w, err := acta.Create(path, floatSchema, acta.WriterOptions{RowBlockTarget: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, blk := range [][]Sample{
+		{{10, 1}, {20, 2}, {20, 3}, {30, 4}, {40, 5}}, // sorted
+		{{130, 1}, {110, 2}, {120, 3}, {110, 4}},      // unsorted
+	} {
+		b, _ := floats.batch(blk, false)
+		b.Schema = w.Schema()
+		if err := w.Append(b); err != nil {
+			t.Fatal(err)
 		}
-		if cap(got) != len(got) && b.sorted {
-			t.Fatalf("sorted block: cap %d for %d samples, want exact", cap(got), len(got))
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
 		}
 	}
-	sorted := block{ts: []int64{10, 20, 20, 30, 40}, vs: []float64{1, 2, 3, 4, 5}, sorted: true}
-	f(sorted, 20, 30, []Sample{{20, 2}, {20, 3}, {30, 4}})
-	f(sorted, 15, 25, []Sample{{20, 2}, {20, 3}})
-	f(sorted, math.MinInt64, math.MaxInt64, []Sample{{10, 1}, {20, 2}, {20, 3}, {30, 4}, {40, 5}})
-	f(sorted, 40, math.MaxInt64, []Sample{{40, 5}})
-	f(sorted, 41, 100, nil)
-	f(sorted, 0, 9, nil)
-	f(sorted, 30, 20, nil)
-
-	unsorted := block{ts: []int64{30, 10, 20, 10}, vs: []float64{1, 2, 3, 4}}
-	f(unsorted, 10, 20, []Sample{{10, 2}, {10, 4}, {20, 3}})
-	f(unsorted, math.MinInt64, math.MaxInt64, []Sample{{10, 2}, {10, 4}, {20, 3}, {30, 1}})
-	f(unsorted, 31, 40, []Sample{})
+	if _, err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	f := func(mint, maxt int64, want ...[]Sample) {
+		t.Helper()
+		var got [][]Sample
+		lo, hi, ok, err := readFile(floats, nil, path, mint, maxt, func(run []Sample) error {
+			got = append(got, slices.Clone(run))
+			return nil
+		})
+		if err != nil || !ok || lo != 10 || hi != 130 {
+			t.Fatalf("readFile(%d, %d): bounds %d %d %v, %v", mint, maxt, lo, hi, ok, err)
+		}
+		if !slices.EqualFunc(got, want, func(a, b []Sample) bool { return slices.Equal(a, b) }) {
+			t.Fatalf("readFile(%d, %d) = %v, want %v", mint, maxt, got, want)
+		}
+	}
+	f(20, 30, []Sample{{20, 2}, {20, 3}, {30, 4}})
+	f(15, 25, []Sample{{20, 2}, {20, 3}})
+	f(math.MinInt64, math.MaxInt64, []Sample{{10, 1}, {20, 2}, {20, 3}, {30, 4}, {40, 5}}, []Sample{{110, 2}, {110, 4}, {120, 3}, {130, 1}})
+	f(40, 115, []Sample{{40, 5}}, []Sample{{110, 2}, {110, 4}})
+	f(41, 100)
+	f(0, 9)
+	f(131, 200)
 }

@@ -213,7 +213,7 @@ func validateAll(t testing.TB, dir string) int {
 			return err
 		}
 		n++
-		if err := validateSeriesFile(p); err != nil {
+		if err := validateFile(p); err != nil {
 			t.Errorf("validate %s: %v", p, err)
 		}
 		return nil
@@ -341,7 +341,7 @@ func TestRestart(t *testing.T) {
 			case "both":
 				fill(t, s, w, r, 500, 20, 0)
 				// Flush without truncating the WAL: the samples are in both.
-				for _, ms := range s.allSeries() {
+				for _, ms := range s.reg.live() {
 					if err := s.flushSeries(ms); err != nil {
 						t.Fatal(err)
 					}
@@ -480,7 +480,8 @@ func TestCatalogCompactsAcrossRestarts(t *testing.T) {
 
 // After a clean restart the newest flushed sample and the newest timestamp
 // are known again (flush state), so a resent sample is a duplicate, a
-// changed one a conflict, and the out-of-order window still applies.
+// changed one a conflict (also one only the file holds), and the
+// out-of-order window still applies to timestamps no file holds.
 func TestFlushStateAcrossCleanRestart(t *testing.T) {
 	dir := t.TempDir()
 	opts := Options{OutOfOrderWindow: time.Minute}
@@ -492,9 +493,10 @@ func TestFlushStateAcrossCleanRestart(t *testing.T) {
 	}
 	s = openT(t, dir, opts)
 	defer s.Close()
-	res, err := s.Append(ctx, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 200_000, V: staleNaN}, {T: 200_000, V: 5}, {T: 100_000, V: 7}}}})
-	if err != nil || res.SamplesWritten != 1 || res.SamplesRejected != 2 ||
-		!errors.Is(res.Errors[0], ErrDuplicateSample) || !errors.Is(res.Errors[1], ErrOutOfOrder) {
+	res, err := s.Append(ctx, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 200_000, V: staleNaN}, {T: 200_000, V: 5},
+		{T: 100_000, V: 7}, {T: 100_000, V: 1}, {T: 100_500, V: 7}}}})
+	if err != nil || res.SamplesWritten != 2 || res.SamplesRejected != 3 || len(res.Errors) != 3 ||
+		!errors.Is(res.Errors[0], ErrDuplicateSample) || !errors.Is(res.Errors[1], ErrDuplicateSample) || !errors.Is(res.Errors[2], ErrOutOfOrder) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if st := s.Stats(); st.HeadSamples != 0 {

@@ -8,6 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/acta-remote/acta-remote/durable"
+
+	"github.com/acta-remote/acta-remote/acta"
 )
 
 // writerCache keeps at most max series-file writers open, least recently
@@ -17,38 +21,48 @@ import (
 type writerCache struct {
 	root string
 	max  int
-	fo   fileOptions
 	log  *slog.Logger
 
 	mu sync.Mutex
 	ll *list.List // of *writerEntry, most recent at the front
-	m  map[uint64]*list.Element
+	m  map[fileKey]*list.Element
 	// unsynced are files closed (or directories changed) since the last
 	// syncDirty whose data may not be durable yet.
 	unsynced map[string]struct{}
 }
 
+// fileKey names the newest file of one kind of one series: a series has at
+// most one open writer per kind (only the newest file is appended to).
+type fileKey struct {
+	ref  uint64
+	kind kindID
+}
+
 type writerEntry struct {
-	ref   uint64
+	key   fileKey
 	path  string
 	mu    sync.Mutex // exclusive use of w
-	w     fileWriter
+	w     *acta.Writer
 	inUse int  // guarded by writerCache.mu
 	dirty bool // appended since the last sync; guarded by mu
 	// broken: an append failed, so the writer may be poisoned; it is closed
 	// on release and the file reopened (its tail repaired) next time.
 	broken bool
+	// orphan: out of the cache while syncDirty held it (the series rotated
+	// to a new file); closed by the last user. Guarded by writerCache.mu.
+	orphan bool
 }
 
-func newWriterCache(root string, max int, fo fileOptions, log *slog.Logger) *writerCache {
-	return &writerCache{root: root, max: max, fo: fo, log: log, ll: list.New(), m: make(map[uint64]*list.Element), unsynced: make(map[string]struct{})}
+func newWriterCache(root string, max int, log *slog.Logger) *writerCache {
+	return &writerCache{root: root, max: max, log: log, ll: list.New(), m: make(map[fileKey]*list.Element), unsynced: make(map[string]struct{})}
 }
 
-// acquire returns the open writer of path (series ref), opening or creating
-// the file as needed, locked for the caller's exclusive use. release it.
-func (c *writerCache) acquire(ref uint64, path string, create bool) (*writerEntry, error) {
+// acquire returns the open writer of path (the newest file of key),
+// opening the file, or creating it with schema, as needed, locked for the
+// caller's exclusive use. release it.
+func (c *writerCache) acquire(key fileKey, path string, create bool, schema *acta.Schema, opts acta.WriterOptions) (*writerEntry, error) {
 	c.mu.Lock()
-	if el, ok := c.m[ref]; ok {
+	if el, ok := c.m[key]; ok {
 		e := el.Value.(*writerEntry)
 		if e.path == path {
 			e.inUse++
@@ -57,9 +71,14 @@ func (c *writerCache) acquire(ref uint64, path string, create bool) (*writerEntr
 			e.mu.Lock()
 			return e, nil
 		}
-		// The series moved on to another file (rotation): close the old one.
+		// The series moved on to another file (rotation): close the old
+		// one, or, when syncDirty holds it right now, let it close it.
 		if e.inUse == 0 {
 			c.removeLocked(el)
+		} else {
+			c.ll.Remove(el)
+			delete(c.m, key)
+			e.orphan = true
 		}
 	}
 	evictErr := c.evictLocked(c.max - 1)
@@ -68,13 +87,13 @@ func (c *writerCache) acquire(ref uint64, path string, create bool) (*writerEntr
 		return nil, evictErr
 	}
 
-	var w fileWriter
+	var w *acta.Writer
 	var err error
 	if create {
 		if err = os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fmt.Errorf("create shard dir for series %016x: %w", ref, err)
+			return nil, fmt.Errorf("create shard dir for series %016x: %w", key.ref, err)
 		}
-		w, err = createSeriesFile(path, c.fo)
+		w, err = acta.Create(path, schema, opts)
 		if err == nil {
 			// The new directory entry becomes durable at the next
 			// syncDirty, before any WAL data it replaces is deleted.
@@ -83,24 +102,24 @@ func (c *writerCache) acquire(ref uint64, path string, create bool) (*writerEntr
 			c.mu.Unlock()
 		}
 	} else {
-		w, err = openSeriesFileWriter(path, c.fo)
+		w, err = openWriter(path, opts)
 	}
 	if err != nil {
 		if w != nil {
-			w.close()
+			w.Close()
 		}
 		return nil, fmt.Errorf("open series file %s: %w", path, err)
 	}
-	e := &writerEntry{ref: ref, path: path, w: w, inUse: 1}
+	e := &writerEntry{key: key, path: path, w: w, inUse: 1}
 	e.mu.Lock()
 	c.mu.Lock()
-	if el, ok := c.m[ref]; ok {
-		// Only this series' flusher opens its file, under its flushMu, so a
-		// concurrent open of the same ref is a bug.
+	if el, ok := c.m[key]; ok {
+		// Only this series' flusher opens its file, under its flush lock,
+		// so a concurrent open of the same file is a bug.
 		c.mu.Unlock()
-		panic(fmt.Sprintf("BUG: series %016x writer opened twice (%s)", ref, el.Value.(*writerEntry).path))
+		panic(fmt.Sprintf("BUG: series %016x writer opened twice (%s)", key.ref, el.Value.(*writerEntry).path))
 	}
-	c.m[ref] = c.ll.PushFront(e)
+	c.m[key] = c.ll.PushFront(e)
 	c.mu.Unlock()
 	return e, nil
 }
@@ -112,11 +131,12 @@ func (c *writerCache) release(e *writerEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.inUse--
+	c.closeOrphanLocked(e)
 	if broken && e.inUse == 0 {
-		if el, ok := c.m[e.ref]; ok && el.Value == e {
+		if el, ok := c.m[e.key]; ok && el.Value == e {
 			c.ll.Remove(el)
-			delete(c.m, e.ref)
-			_ = e.w.close() // the append already failed; its error was reported
+			delete(c.m, e.key)
+			_ = e.w.Close() // the append already failed; its error was reported
 		}
 	}
 	// Back under the bound once concurrent users are done. A close error
@@ -126,6 +146,21 @@ func (c *writerCache) release(e *writerEntry) {
 		if err := c.evictLocked(c.max); err != nil && c.log != nil {
 			c.log.Error("close series file writer", "err", err)
 		}
+	}
+}
+
+// closeOrphanLocked closes an orphaned entry once nobody uses it; its
+// blocks were handed to the OS, and a dirty one is synced with the rest.
+func (c *writerCache) closeOrphanLocked(e *writerEntry) {
+	if !e.orphan || e.inUse > 0 {
+		return
+	}
+	e.orphan = false
+	if e.dirty {
+		c.unsynced[e.path] = struct{}{}
+	}
+	if err := e.w.Close(); err != nil && c.log != nil {
+		c.log.Error("close series file writer", "path", e.path, "err", err)
 	}
 }
 
@@ -149,11 +184,11 @@ func (c *writerCache) evictLocked(keep int) error {
 func (c *writerCache) removeLocked(el *list.Element) error {
 	e := el.Value.(*writerEntry)
 	c.ll.Remove(el)
-	delete(c.m, e.ref)
+	delete(c.m, e.key)
 	if e.dirty {
 		c.unsynced[e.path] = struct{}{}
 	}
-	if err := e.w.close(); err != nil {
+	if err := e.w.Close(); err != nil {
 		return fmt.Errorf("close series file %s: %w", e.path, err)
 	}
 	return nil
@@ -178,6 +213,7 @@ func (c *writerCache) syncDirty() error {
 		c.mu.Lock()
 		for _, e := range es {
 			e.inUse--
+			c.closeOrphanLocked(e)
 		}
 		c.mu.Unlock()
 	}()
@@ -202,7 +238,7 @@ func (c *writerCache) syncDirty() error {
 		}
 		c.mu.Unlock()
 	}
-	done, err := syncFS(c.root)
+	done, err := durable.SyncFS(c.root)
 	if err != nil {
 		restore()
 		return err
@@ -212,7 +248,7 @@ func (c *writerCache) syncDirty() error {
 	}
 	var errs []error
 	for p := range unsynced {
-		if err := syncPath(p); err != nil {
+		if err := durable.SyncPath(p); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -222,40 +258,23 @@ func (c *writerCache) syncDirty() error {
 	return errors.Join(errs...)
 }
 
-// syncPath fsyncs a file or directory by name; fsync through a new
-// descriptor flushes the inode's dirty data written through any other.
-func syncPath(p string) error {
-	f, err := os.Open(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // deleted by retention since: nothing to make durable
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", p, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", p, err)
-	}
-	return nil
-}
-
 // forget closes and drops the writer of path (series ref) if one is open,
 // before retention deletes the file: a later file of the same name must
 // not be written through a descriptor of the deleted one. The caller holds
 // the series' flushMu, so no flush uses the writer; a concurrent syncDirty
 // may still count it in use, which is harmless (it only reads flags).
-func (c *writerCache) forget(ref uint64, path string) {
+func (c *writerCache) forget(key fileKey, path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.unsynced, path)
-	el, ok := c.m[ref]
+	el, ok := c.m[key]
 	if !ok || el.Value.(*writerEntry).path != path {
 		return
 	}
 	e := el.Value.(*writerEntry)
 	c.ll.Remove(el)
-	delete(c.m, ref)
-	_ = e.w.close() // the file is being deleted; nothing in it matters
+	delete(c.m, key)
+	_ = e.w.Close() // the file is being deleted; nothing in it matters
 }
 
 // open is the number of open writers.
@@ -272,11 +291,28 @@ func (c *writerCache) closeAll() error {
 	return c.evictLocked(0)
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+// appendBlock writes one block to the entry's file and hands it to the OS,
+// so readers opening the file afterwards see it; syncDirty makes it
+// durable (one syncfs, or an fsync per dirty file) before the WAL lets go
+// of its samples.
+func (e *writerEntry) appendBlock(b *acta.Batch) error {
+	b.Schema = e.w.Schema()
+	if err := e.w.Append(b); err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	return e.w.Flush()
+}
+
+// openWriter continues an existing series file. An incomplete final frame
+// (a crash, or a failed append in this process) is cut first: the store is
+// the file's only writer and that frame was never counted as flushed.
+func openWriter(path string, opts acta.WriterOptions) (*acta.Writer, error) {
+	w, err := acta.OpenWriter(path, opts)
+	if errors.Is(err, acta.ErrIncompleteTail) {
+		if _, rerr := acta.RepairIncompleteTail(path); rerr != nil {
+			return nil, fmt.Errorf("repair before append: %w", rerr)
+		}
+		w, err = acta.OpenWriter(path, opts)
+	}
+	return w, err
 }

@@ -30,6 +30,8 @@ type Config struct {
 	Storage     StorageConfig     `yaml:"storage"`
 	RemoteWrite RemoteWriteConfig `yaml:"remote_write"`
 	RemoteRead  RemoteReadConfig  `yaml:"remote_read"`
+	// Query is the Prometheus HTTP query API (PromQL, series, labels, ...).
+	Query QueryConfig `yaml:"query"`
 	// OTLP is the OTLP metrics receiver's block; its keys, defaults and
 	// validation belong to package otlp.
 	OTLP otlp.Config `yaml:"otlp"`
@@ -96,11 +98,23 @@ type StorageConfig struct {
 	// OutOfOrderWindow: how far behind a series' newest sample a sample may
 	// be and still be accepted; 0 accepts any age.
 	OutOfOrderWindow time.Duration `yaml:"out_of_order_window"`
-	// MaxHeadSamples: while the head holds more unflushed samples than
-	// this, writes get 429 with Retry-After (flushing has fallen behind).
-	// 0 is unlimited. Bounds head memory (about 32 bytes a sample, headSampleBytes).
+	// MaxHeadSamples: while the head holds more unflushed items (float
+	// samples and histograms) than this, writes get 503 with Retry-After
+	// (flushing has fallen behind). 0 is unlimited.
 	MaxHeadSamples int64 `yaml:"max_head_samples"`
-	MaxOpenFiles   int   `yaml:"max_open_files"`
+	// MaxHeadBytes is the same bound in bytes of memory, for every kind (a
+	// float sample costs 32 bytes, a native histogram a few hundred).
+	// 0 is unlimited; storage.memory_budget lowers it to half the budget.
+	MaxHeadBytes ByteSize `yaml:"max_head_bytes"`
+	// MaxFuture refuses samples, histograms and exemplars more than this
+	// ahead of the server's clock (400, out of bounds), as Prometheus
+	// refuses anything beyond now+10m. 0 disables the bound.
+	MaxFuture time.Duration `yaml:"max_future"`
+	// MinTimestamp refuses samples and histograms older than this, in ms
+	// since the Unix epoch (400, out of bounds). The default 0 refuses
+	// negative timestamps, as Prometheus does.
+	MinTimestamp int64 `yaml:"min_timestamp"`
+	MaxOpenFiles int   `yaml:"max_open_files"`
 	// FlushCodec is "auto" (default: zstd at ZstdLevel for flushed blocks
 	// of at least FlushAutoMinRows rows, none for the small blocks of
 	// age-triggered flushes, which compaction compresses later), "none"
@@ -110,7 +124,7 @@ type StorageConfig struct {
 	// MaxSeries is the cardinality limit; 0 means unlimited.
 	MaxSeries int `yaml:"max_series"`
 	// MemoryBudget (0: none) caps what the limits may add up to: half for
-	// the head (MaxHeadSamples is lowered to fit), half for requests in
+	// the head (MaxHeadBytes is lowered to fit), half for requests in
 	// flight (Validate refuses max_concurrent x body sizes above it).
 	MemoryBudget ByteSize `yaml:"memory_budget"`
 }
@@ -129,7 +143,7 @@ type RemoteWriteConfig struct {
 	// MaxConcurrent requests decoded at once; more wait for a slot.
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// MaxQueueWait: how long a request waits for a slot before it gets
-	// 429 with Retry-After (0 answers 429 at once).
+	// 503 with Retry-After (0 answers 503 at once; apistatus says why not 429).
 	MaxQueueWait time.Duration `yaml:"max_queue_wait"`
 }
 

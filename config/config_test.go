@@ -43,6 +43,13 @@ func TestDefaults(t *testing.T) {
 		{"remote_read.max_samples_per_query", c.RemoteRead.MaxSamplesPerQuery, int64(50_000_000)},
 		{"remote_read.max_concurrent", c.RemoteRead.MaxConcurrent, 10},
 		{"remote_read.max_bytes_per_frame", c.RemoteRead.MaxBytesPerFrame, ByteSize(1 << 20)},
+		// Prometheus's own flag defaults.
+		{"query.max_samples", c.Query.MaxSamples, 50_000_000},
+		{"query.timeout", c.Query.Timeout, 2 * time.Minute},
+		{"query.max_concurrent", c.Query.MaxConcurrent, 20},
+		{"query.lookback_delta", c.Query.LookbackDelta, 5 * time.Minute},
+		{"query.default_subquery_step", c.Query.DefaultSubqueryStep, time.Minute},
+		{"query.admin_api_enabled", c.Query.AdminAPIEnabled, false},
 	}
 	// default.yaml repeats otlp's defaults for the reader; they must agree.
 	if !reflect.DeepEqual(normalize(c.OTLP), normalize(otlp.DefaultConfig())) {
@@ -108,9 +115,12 @@ func TestLoadBad(t *testing.T) {
 	f("bad_head_samples.yaml", "storage.max_head_samples:", "got -5")
 	f("bad_otlp.yaml", "otlp.translation_strategy:", "unknown strategy")
 	f("bad_otlp_unknown.yaml", "otlp.grpc.listen_adress: unknown key", "unknown key")
+	f("bad_otlp_removed_delta.yaml", "otlp.convert_delta_to_cumulative: removed; use otlp.delta_temporality", "convert_delta_to_cumulative: true is delta_temporality: convert; false is reject, the default) (line 3)")
+	f("bad_otlp_delta.yaml", "otlp.delta_conversion.max_streams:", "must be at least 1, got 0")
 	f("bad_auth_basic.yaml", "auth.basic:", `username and password_file must be set together, got username "prometheus" and password_file ""`)
 	f("bad_tls_half.yaml", "tls:", "cert_file and key_file must be set together")
 	f("bad_tls_client_ca.yaml", "tls.client_ca_file:", "needs tls.cert_file and tls.key_file")
+	f("bad_query_timeout.yaml", "query.timeout:", "must be between 1s and 24h0m0s, got 0s")
 	f("bad_memory_budget.yaml", "storage.memory_budget:", "requests in flight may hold 12457082880 bytes (remote_write 64 x (33554432 + 134217728)")
 }
 
@@ -149,16 +159,20 @@ otlp: {max_concurrent: 2, max_body_bytes: 4MiB, max_decompressed_bytes: 16MiB}
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Half of 256 MiB at 32 bytes a sample, below the configured 20 million.
-	if got := c.MaxHeadSamples(); got != 128<<20/32 {
-		t.Errorf("MaxHeadSamples() = %d, want %d", got, 128<<20/32)
+	// Half of 256 MiB, below the default max_head_bytes of 1 GiB; the item
+	// limit stays what is configured.
+	if got := c.MaxHeadBytes(); got != 128<<20 {
+		t.Errorf("MaxHeadBytes() = %d, want %d", got, 128<<20)
 	}
-	c.Storage.MaxHeadSamples = 1000
-	if got := c.MaxHeadSamples(); got != 1000 {
-		t.Errorf("a lower max_head_samples must win: %d", got)
+	if got := c.MaxHeadSamples(); got != 20000000 {
+		t.Errorf("MaxHeadSamples() = %d, want 20000000", got)
+	}
+	c.Storage.MaxHeadBytes = 1 << 20
+	if got := c.MaxHeadBytes(); got != 1<<20 {
+		t.Errorf("a lower max_head_bytes must win: %d", got)
 	}
 	c.Storage.MemoryBudget = 0
-	if got := c.MaxHeadSamples(); got != 1000 {
+	if got := c.MaxHeadBytes(); got != 1<<20 {
 		t.Errorf("no budget: %d", got)
 	}
 }

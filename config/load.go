@@ -38,10 +38,14 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes data over the defaults (keys it omits keep their default)
-// and validates the result. Unknown keys, values of the wrong type and
-// invalid values are errors naming the key, e.g.
+// and validates the result. Removed keys (removedKeys), unknown keys,
+// values of the wrong type and invalid values are errors naming the key,
+// e.g.
 // "config: storage.block_rows: must be at least 1, got 0".
 func Parse(data []byte) (*Config, error) {
+	if err := checkRemoved(data); err != nil {
+		return nil, err
+	}
 	c := Default()
 	if err := decodeStrict(data, c); err != nil {
 		return nil, nameKeys(data, err)

@@ -2,19 +2,17 @@ package config
 
 import "fmt"
 
-// headSampleBytes is what one unflushed head sample costs: a 16-byte
-// (timestamp, value) pair in a slice that append grows by up to 2x, rounded
-// up. The budget below uses it to turn bytes into a sample count.
-const headSampleBytes = 32
+// MaxHeadSamples is the head's item limit the store runs with
+// (storage.max_head_samples).
+func (c *Config) MaxHeadSamples() int64 { return c.Storage.MaxHeadSamples }
 
-// MaxHeadSamples is the head limit the store runs with: storage.
-// max_head_samples, lowered to what half of storage.memory_budget holds
-// when a budget is set (the other half is for requests in flight, which
-// Validate checks).
-func (c *Config) MaxHeadSamples() int64 {
-	n := c.Storage.MaxHeadSamples
+// MaxHeadBytes is the head's memory limit the store runs with: storage.
+// max_head_bytes, lowered to half of storage.memory_budget when a budget is
+// set (the other half is for requests in flight, which Validate checks).
+func (c *Config) MaxHeadBytes() int64 {
+	n := int64(c.Storage.MaxHeadBytes)
 	if b := int64(c.Storage.MemoryBudget); b > 0 {
-		if fit := b / 2 / headSampleBytes; n == 0 || n > fit {
+		if fit := b / 2; n == 0 || n > fit {
 			n = fit
 		}
 	}

@@ -35,6 +35,10 @@ func (c *Config) Validate() error {
 	v.durationRange("storage.max_head_age", s.MaxHeadAge, time.Second, 24*time.Hour)
 	v.durationRange("storage.out_of_order_window", s.OutOfOrderWindow, 0, 365*24*time.Hour)
 	v.rangeInt("storage.max_head_samples", s.MaxHeadSamples, 0, 1<<40)
+	if s.MaxHeadBytes != 0 {
+		v.rangeInt("storage.max_head_bytes", int64(s.MaxHeadBytes), 1<<20, 1<<50)
+	}
+	v.durationRange("storage.max_future", s.MaxFuture, 0, 100*365*24*time.Hour)
 	v.rangeInt("storage.max_open_files", int64(s.MaxOpenFiles), 1, 1<<20)
 	v.rangeInt("storage.zstd_level", int64(s.ZstdLevel), 1, 22)
 	v.rangeInt("storage.max_series", int64(s.MaxSeries), 0, 1<<40)
@@ -47,6 +51,7 @@ func (c *Config) Validate() error {
 	}
 
 	c.validateRotation(&v)
+	c.validateQuery(&v)
 
 	w := c.RemoteWrite
 	v.rangeInt("remote_write.max_body_bytes", int64(w.MaxBodyBytes), 1<<10, 1<<30)

@@ -26,7 +26,7 @@ func TestBusySlots(t *testing.T) {
 	cfg.MaxConcurrent = 1
 	cfg.MaxQueueWait = 30 * time.Millisecond
 	rec := &recorder{}
-	rcv, err := New(cfg, rec, slog.New(slog.DiscardHandler))
+	rcv, err := New(cfg, rec, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

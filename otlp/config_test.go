@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/otlptranslator"
 	"go.yaml.in/yaml/v3"
@@ -31,7 +32,8 @@ func TestDefaultConfigIsValidAndPrometheusLike(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.TranslationStrategy != otlptranslator.UnderscoreEscapingWithSuffixes || !c.TargetInfo || c.PromoteScopeMetadata ||
-		!c.LabelNameUnderscoreSanitization || !c.LabelNamePreserveMultipleUnderscores || c.ConvertDeltaToCumulative ||
+		!c.LabelNameUnderscoreSanitization || !c.LabelNamePreserveMultipleUnderscores || c.DeltaTemporality != DeltaReject ||
+		c.DeltaConversion.MaxStreams != 100_000 || c.DeltaConversion.MaxStale != 5*time.Minute ||
 		c.MaxBodyBytes != 16<<20 || c.MaxDecompressedBytes != 64<<20 || c.MaxConcurrent != 16 || !c.GRPC.Enabled || c.GRPC.ListenAddress != "127.0.0.1:4317" {
 		t.Fatalf("defaults changed: %+v", c)
 	}
@@ -48,7 +50,8 @@ func TestConfigGood(t *testing.T) {
 	if c.TranslationStrategy != otlptranslator.NoUTF8EscapingWithSuffixes ||
 		strings.Join(c.PromoteResourceAttributes, ",") != "k8s.namespace.name,cloud.region" ||
 		!c.KeepIdentifyingResourceAttributes || c.TargetInfo || !c.PromoteScopeMetadata ||
-		c.MaxBodyBytes != 8<<20 || c.MaxDecompressedBytes != 32<<20 || c.GRPC.Enabled {
+		c.MaxBodyBytes != 8<<20 || c.MaxDecompressedBytes != 32<<20 || c.GRPC.Enabled ||
+		c.DeltaTemporality != DeltaConvert || c.DeltaConversion.MaxStreams != 5000 || c.DeltaConversion.MaxStale != 10*time.Minute {
 		t.Fatalf("decoded %+v", c)
 	}
 	// Keys the file omits keep their defaults.
@@ -70,7 +73,9 @@ func TestConfigBadNamesEveryKey(t *testing.T) {
 		`translation_strategy: unknown strategy "Underscores"`,
 		"promote_resource_attributes: cannot be set together with promote_all_resource_attributes",
 		`ignore_resource_attributes: attribute "b" listed twice`,
-		"convert_delta_to_cumulative: delta to cumulative conversion is not implemented",
+		`delta_temporality: unknown value "cumulative" (want reject, convert or native)`,
+		"delta_conversion.max_streams: must be at least 1, got 0",
+		"delta_conversion.max_stale: must be positive, got -1m0s",
 		"max_body_bytes: must be positive, got 0",
 		`grpc.listen_address: want host:port, got "4317"`,
 	} {
@@ -79,11 +84,13 @@ func TestConfigBadNamesEveryKey(t *testing.T) {
 		}
 	}
 	// One problem per line: the config package prefixes each with "otlp.".
-	if n := strings.Count(err.Error(), "\n") + 1; n != 6 {
-		t.Errorf("%d lines, want 6:\n%v", n, err)
+	if n := strings.Count(err.Error(), "\n") + 1; n != 8 {
+		t.Errorf("%d lines, want 8:\n%v", n, err)
 	}
 }
 
+// The removed convert_delta_to_cumulative is an unknown key here; the
+// config package names its successor (config.TestRemovedKeyNamesSuccessor).
 func TestConfigUnknownKey(t *testing.T) {
 	_, err := decodeConfig(t, "config_typo.yaml")
 	if err == nil || !strings.Contains(err.Error(), "max_body_byte") {

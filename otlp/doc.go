@@ -1,7 +1,7 @@
 // Package otlp is the OpenTelemetry metrics receiver: OTLP/HTTP (protobuf
 // and JSON, optionally gzip- or zstd-compressed) and OTLP/gRPC
-// MetricsService/Export, translated into Prometheus series and handed to an
-// actastore.Appender.
+// MetricsService/Export, translated into Prometheus series, exemplars and
+// metadata and handed to an actastore.Appender, one Commit per request.
 //
 // Translation follows Prometheus's own OTLP receiver (Prometheus v0.316.0,
 // storage/remote/otlptranslator/prometheusremotewrite) so that a series
@@ -13,24 +13,36 @@
 //
 //	config.go              Config, defaults, Validate
 //	receiver.go            Receiver: translate, append, build the response
-//	status.go              the one mapping from store errors to HTTP/gRPC status
 //	encoder.go             protobuf vs JSON, chosen once from Content-Type
 //	handler_http.go        POST /v1/metrics and its aliases, bounded bodies
 //	decompress.go          gzip and zstd request bodies, pooled decoders
 //	grpc.go                MetricsService/Export on its own listener
 //	translate.go           resource/scope/metric walk, temporality, batching
+//	translate_timestamps.go data points at or before the epoch refused
+//	delta.go               delta_temporality convert: the deltatocumulative
+//	                       processor, run inside the request
 //	translate_labels.go    attributes -> labels, job/instance, target_info
 //	translate_number.go    gauge and sum data points
 //	translate_histogram.go classic histograms and summaries
 //	translate_exphist.go   exponential histograms -> native histograms, as
 //	                       Prometheus's OTLP receiver converts them
+//	translate_exemplar.go  exemplars: trace_id/span_id and attributes
 //	translate_metadata.go  metric family metadata (type, unit, help)
 //
-// Deliberate differences from Prometheus's receiver, all on the failure
-// path: Prometheus rolls back the whole request on any translation error
-// (delta temporality, an attribute that cannot become a label name) and
-// answers 500; we reject only the offending data points and report them in
-// the OTLP partial_success, as the OTLP spec asks. Exemplars and start
-// timestamps are dropped (the store keeps neither). target_info samples per
-// resource are capped (see maxTargetInfoSamples).
+// Delta temporality follows Config.DeltaTemporality: rejected (as
+// Prometheus by default), converted per stream by the Collector-contrib
+// deltatocumulative processor (as Prometheus's otlp-deltatocumulative), or
+// stored as sent (as its otlp-native-delta-ingestion).
+//
+// Deliberate differences from Prometheus's receiver, mostly on the
+// failure path: Prometheus rolls back the whole request on any translation
+// or storage error (refused temporality, an attribute that cannot become a
+// label name, a sample out of bounds such as time 0) and answers 4xx/5xx;
+// we reject only the offending data points and report them in the OTLP
+// partial_success, as the OTLP spec asks. An exemplar without a time takes
+// its data point's, one with a negative time is dropped (Prometheus stores
+// both where no query finds them); converted deltas keep their own
+// exemplars (Prometheus's conversion repeats the stream's first ones).
+// Start timestamps are dropped. target_info samples per resource are
+// capped (see maxTargetInfoSamples).
 package otlp

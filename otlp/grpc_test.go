@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ import (
 func startGRPC(t *testing.T, cfg Config, app actastore.Appender) pmetricotlp.GRPCClient {
 	t.Helper()
 	cfg.GRPC.ListenAddress = "127.0.0.1:0"
-	rcv, err := New(cfg, app, slog.New(slog.DiscardHandler))
+	rcv, err := New(cfg, app, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +43,9 @@ func startGRPC(t *testing.T, cfg Config, app actastore.Appender) pmetricotlp.GRP
 		srv.Stop(ctx)
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
+		}
+		if err := rcv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
 		}
 	})
 	conn, err := grpc.NewClient(srv.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -71,6 +75,43 @@ func TestGRPCExport(t *testing.T) {
 	if len(rec.extras) != 1 || len(rec.extras[0].Histograms) != 1 {
 		t.Fatalf("native histograms stored: %v", rec.extras)
 	}
+}
+
+// TestGRPCDeltaConvert: deltas over gRPC are converted like those over
+// HTTP (the processor rewrites the decoded request in place), exemplars
+// kept.
+func TestGRPCDeltaConvert(t *testing.T) {
+	rec := &recorder{}
+	cfg := DefaultConfig()
+	cfg.DeltaTemporality = DeltaConvert
+	client := startGRPC(t, cfg, rec)
+	for i, v := range []int64{3, 2} {
+		md := pmetric.NewMetrics()
+		c := addDeltaMetric(newResource(md, svc), "c", "", pmetric.MetricTypeSum, true)
+		dp := deltaSumPoint(c, dStart+uint64(i)*(dT1-dStart), dT1+uint64(i)*10e9, v, nil)
+		addExemplar(dp.Exemplars(), dT1+uint64(i)*10e9-1e9, float64(v), byte(i))
+		resp, err := client.Export(context.Background(), pmetricotlp.NewExportRequestFromMetrics(md), grpc.UseCompressor(gzip.Name))
+		if err != nil || resp.PartialSuccess().RejectedDataPoints() != 0 {
+			t.Fatalf("export %d: %v %q", i+1, err, resp.PartialSuccess().ErrorMessage())
+		}
+	}
+	var got []string
+	for _, l := range formatSeries(rec.series()) {
+		if strings.HasPrefix(l, `{__name__="c_total"`) {
+			got = append(got, l)
+		}
+	}
+	diffLines(t, "stored", got, []string{
+		`{__name__="c_total", instance="pod-1", job="shop/checkout"} 1700000000123 3`,
+		`{__name__="c_total", instance="pod-1", job="shop/checkout"} 1700000010123 5`,
+	})
+	var ex []string
+	for _, s := range rec.extras {
+		for _, e := range s.Exemplars {
+			ex = append(ex, fmt.Sprintf("%s %d %v %s", s.Labels.Get("__name__"), e.T, e.Value, e.Labels.Get("trace_id")[:2]))
+		}
+	}
+	diffLines(t, "exemplars", ex, []string{"c_total 1699999999123 3 00", "c_total 1700000009123 2 01"})
 }
 
 func TestGRPCOverloadedIsUnavailableWithRetryInfo(t *testing.T) {
@@ -133,7 +174,7 @@ func TestGRPCMessageOverCap(t *testing.T) {
 func TestGRPCDisabled(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.GRPC.Enabled = false
-	rcv, err := New(cfg, &recorder{}, nil)
+	rcv, err := New(cfg, &recorder{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

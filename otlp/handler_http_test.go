@@ -87,10 +87,11 @@ func (r *recorder) series() []actastore.SeriesSamples {
 // router, as the server mounts it.
 func startHTTP(t testing.TB, cfg Config, app actastore.Appender) string {
 	t.Helper()
-	rcv, err := New(cfg, app, slog.New(slog.DiscardHandler))
+	rcv, err := New(cfg, app, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = rcv.Close() })
 	router := mux.NewRouter()
 	rcv.RegisterRoutes(router)
 	srv := httptest.NewServer(router)
@@ -542,7 +543,7 @@ func TestHTTPWaitsForASlotThenAnswers503(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxConcurrent = 1
 	rec := &recorder{}
-	rcv, err := New(cfg, rec, discardLogger)
+	rcv, err := New(cfg, rec, discardLogger, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,3 +153,79 @@ func targetInfo(ms int64) string {
 
 // TestTranslateMatchesPrometheus runs each case through our translation
 // and Prometheus's, and checks both against the series written out by
+
+// Stream start and request times of the delta tests: a delta covers
+// (start, end], the next one starts where the last ended.
+const (
+	dStart = t0ns - 60e9
+	dT1    = t0ns
+	dT2    = t0ns + 10e9
+	dT3    = t0ns + 20e9
+)
+
+// addDeltaMetric adds a metric of kind (pmetric.MetricTypeSum, Histogram or
+// ExponentialHistogram) with delta temporality and returns it.
+func addDeltaMetric(sm pmetric.ScopeMetrics, name, unit string, kind pmetric.MetricType, monotonic bool) pmetric.Metric {
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(name)
+	m.SetUnit(unit)
+	switch kind {
+	case pmetric.MetricTypeSum:
+		s := m.SetEmptySum()
+		s.SetIsMonotonic(monotonic)
+		s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	case pmetric.MetricTypeHistogram:
+		m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	case pmetric.MetricTypeExponentialHistogram:
+		m.SetEmptyExponentialHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	}
+	return m
+}
+
+func deltaSumPoint(m pmetric.Metric, start, end uint64, v int64, attrs map[string]any) pmetric.NumberDataPoint {
+	dp := m.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(pcommon.Timestamp(start))
+	dp.SetTimestamp(pcommon.Timestamp(end))
+	dp.SetIntValue(v)
+	setAttrs(dp.Attributes(), attrs)
+	return dp
+}
+
+func deltaHistPoint(m pmetric.Metric, start, end uint64, bounds []float64, counts []uint64, sum float64) pmetric.HistogramDataPoint {
+	dp := m.Histogram().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(pcommon.Timestamp(start))
+	dp.SetTimestamp(pcommon.Timestamp(end))
+	dp.ExplicitBounds().FromRaw(bounds)
+	dp.BucketCounts().FromRaw(counts)
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	dp.SetCount(n)
+	dp.SetSum(sum)
+	return dp
+}
+
+func deltaExpPoint(m pmetric.Metric, start, end uint64, scale, offset int32, counts []uint64, zero uint64, sum float64) {
+	dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(pcommon.Timestamp(start))
+	dp.SetTimestamp(pcommon.Timestamp(end))
+	dp.SetScale(scale)
+	dp.Positive().SetOffset(offset)
+	dp.Positive().BucketCounts().FromRaw(counts)
+	n := zero
+	for _, c := range counts {
+		n += c
+	}
+	dp.SetCount(n)
+	dp.SetZeroCount(zero)
+	dp.SetSum(sum)
+}
+
+func addExemplar(es pmetric.ExemplarSlice, ts uint64, v float64, trace byte) {
+	ex := es.AppendEmpty()
+	ex.SetTimestamp(pcommon.Timestamp(ts))
+	ex.SetDoubleValue(v)
+	ex.SetTraceID(pcommon.TraceID{trace, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	ex.SetSpanID(pcommon.SpanID{trace, 1, 2, 3, 4, 5, 6, 7})
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
@@ -22,6 +23,7 @@ import (
 type Receiver struct {
 	cfg         Config
 	app         actastore.Appender
+	delta       *deltaConverter // nil unless delta_temporality is convert
 	logger      *slog.Logger
 	slots       chan struct{} // MaxConcurrent tokens
 	translators sync.Pool     // *Translator
@@ -31,8 +33,10 @@ type Receiver struct {
 }
 
 // New returns a Receiver appending to app. cfg is validated; logger may be
-// nil (slog.Default()).
-func New(cfg Config, app actastore.Appender, logger *slog.Logger) (*Receiver, error) {
+// nil (slog.Default()); reg, when not nil, gets the delta conversion's
+// metrics (delta_temporality convert). Close releases the conversion's
+// state.
+func New(cfg Config, app actastore.Appender, logger *slog.Logger, reg prometheus.Registerer) (*Receiver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("otlp: invalid config: %w", err)
 	}
@@ -43,8 +47,31 @@ func New(cfg Config, app actastore.Appender, logger *slog.Logger) (*Receiver, er
 		logger = slog.Default()
 	}
 	r := &Receiver{cfg: cfg, app: app, logger: logger, slots: make(chan struct{}, cfg.MaxConcurrent)}
-	r.translators.New = func() any { return NewTranslator(cfg) }
+	if cfg.DeltaTemporality == DeltaConvert {
+		d, err := newDeltaConverter(cfg.DeltaConversion, reg)
+		if err != nil {
+			return nil, fmt.Errorf("otlp: %w", err)
+		}
+		r.delta = d
+	}
+	r.translators.New = func() any {
+		t := NewTranslator(cfg)
+		t.delta = r.delta
+		return t
+	}
 	return r, nil
+}
+
+// Close drops the delta conversion's running sums and stops its sweep of
+// stale streams; call it after the HTTP and gRPC servers have stopped.
+func (r *Receiver) Close() error {
+	if r.delta == nil {
+		return nil
+	}
+	if err := r.delta.close(); err != nil {
+		return fmt.Errorf("otlp: cannot stop the delta conversion: %w", err)
+	}
+	return nil
 }
 
 // acquire takes a request slot (admission.Acquire): a request that finds
@@ -56,12 +83,13 @@ func (r *Receiver) acquire(ctx context.Context) error {
 
 func (r *Receiver) release() { <-r.slots }
 
-// export translates md, stores it with one Commit (floats, histograms and
-// metadata together: one WAL write, one fsync) and builds the OTLP
-// response. Rejected data points (translation or store data errors) are
-// reported in partial_success; a non-nil error means the store failed as a
-// whole, nothing was acknowledged, and apistatus.Of tells how to
-// answer.
+// export translates md (converting deltas first under delta_temporality
+// convert, in this goroutine), stores it with one Commit (floats,
+// histograms, exemplars and metadata together: one WAL write, one fsync)
+// and builds the OTLP response. Rejected data points (translation or store
+// data errors) are reported in partial_success, dropped exemplars only in
+// its message; a non-nil error means the store failed as a whole, nothing
+// was acknowledged, and apistatus.Of tells how to answer.
 func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.ExportResponse, error) {
 	t := r.translators.Get().(*Translator)
 	tr := t.Translate(md)
@@ -90,12 +118,14 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 				// a data point, capped at what we sent: an upper bound.
 				rejected += min(n, accepted)
 				reasons = append(reasons, storeReasons(res)...)
+			} else if res.Exemplars.Rejected > 0 {
+				reasons = append(reasons, storeReasons(res)...)
 			}
 		case apistatus.Rejected:
 			rejected += accepted
 			reasons = append(reasons, fmt.Sprintf("store refused the batch: %v", err))
 		default:
-			return pmetricotlp.ExportResponse{}, fmt.Errorf("cannot store %d samples and %d histograms: %w", tr.Samples, tr.Histograms, err)
+			return pmetricotlp.ExportResponse{}, fmt.Errorf("cannot store %d samples, %d histograms and %d exemplars: %w", tr.Samples, tr.Histograms, tr.Exemplars, err)
 		}
 	}
 
@@ -118,6 +148,9 @@ func storeReasons(res actastore.Result) []string {
 	}
 	if res.Histograms.Rejected > 0 {
 		out = append(out, fmt.Sprintf("store rejected %d of the batch's histograms", res.Histograms.Rejected))
+	}
+	if res.Exemplars.Rejected > 0 {
+		out = append(out, fmt.Sprintf("store dropped %d of the batch's exemplars", res.Exemplars.Rejected))
 	}
 	for i, err := range res.Errors {
 		if i == 3 {

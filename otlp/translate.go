@@ -19,17 +19,20 @@ type Translation struct {
 	Series []actastore.SeriesSamples
 	// Samples is the number of samples in Series.
 	Samples int
-	// Extras holds the native histograms (from exponential histograms),
-	// grouped by series like Series; Histograms counts them.
+	// Extras holds the native histograms (from exponential histograms) and
+	// the exemplars of every series, grouped by series like Series;
+	// Histograms and Exemplars count them.
 	Extras     []actastore.SeriesExtras
 	Histograms int
+	Exemplars  int
 	// Metadata is each translated metric family's type, unit and help, as
 	// Prometheus's OTLP receiver derives them.
 	Metadata []actastore.NamedMetadata
 	// DataPoints counts every data point in the request, accepted or not.
 	DataPoints int
-	// Rejected counts data points refused by translation (unsupported
-	// kind, delta temporality, unusable name); they are not in Series.
+	// Rejected counts data points refused by translation (no timestamp,
+	// refused temporality, unusable name, dropped by the delta
+	// conversion); they are not in Series.
 	Rejected int
 	// Reasons describes the rejections: at most maxReasons distinct
 	// messages, then a count of the rest.
@@ -49,8 +52,10 @@ type Translator struct {
 	promote     map[string]bool // attributes promoted, or ignored when PromoteAll
 	metricNamer otlptranslator.MetricNamer
 	labelNamer  otlptranslator.LabelNamer
+	delta       *deltaConverter // the Receiver's, shared; nil unless delta_temporality is convert
 
 	scratch   labels.ScratchBuilder
+	exScratch labels.ScratchBuilder // exemplar labels
 	builder   *labels.Builder
 	nameCache map[string]string // attribute name -> label name; bounded
 
@@ -67,7 +72,9 @@ type Translator struct {
 }
 
 // NewTranslator returns a Translator for cfg, which should be valid
-// (Config.Validate).
+// (Config.Validate). Its delta_temporality convert needs the per-stream
+// state a Receiver keeps: a Translator made here alone rejects delta data
+// points under it.
 func NewTranslator(cfg Config) *Translator {
 	attrs := cfg.PromoteResourceAttributes
 	if cfg.PromoteAllResourceAttributes {
@@ -89,6 +96,7 @@ func NewTranslator(cfg Config) *Translator {
 			PreserveMultipleUnderscores: cfg.LabelNamePreserveMultipleUnderscores,
 		},
 		scratch:        labels.NewScratchBuilder(16),
+		exScratch:      labels.NewScratchBuilder(4),
 		builder:        labels.NewBuilder(labels.EmptyLabels()),
 		nameCache:      make(map[string]string, maxCachedNames),
 		index:          make(map[uint64]int),
@@ -103,7 +111,12 @@ func NewTranslator(cfg Config) *Translator {
 // and a cache that grows with them is a memory leak.
 const maxCachedNames = 1024
 
-// Translate converts md. The result owns its slices: they are never reused.
+// Translate converts md, in this order: data points without a usable
+// timestamp are refused (refuseBadTimestamps), delta metrics are converted
+// to cumulative ones when delta_temporality is convert (convertDeltas),
+// then every metric is translated. md is modified: refused and dropped
+// points are removed, converted ones rewritten. The result owns its
+// slices: they are never reused.
 func (t *Translator) Translate(md pmetric.Metrics) *Translation {
 	t.out = &Translation{}
 	t.slab = nil
@@ -114,6 +127,10 @@ func (t *Translator) Translate(md pmetric.Metrics) *Translation {
 	clear(t.seenTargetInfo)
 	defer func() { t.out = nil }()
 
+	t.refuseBadTimestamps(md)
+	if t.cfg.DeltaTemporality == DeltaConvert && t.delta != nil {
+		t.convertDeltas(md)
+	}
 	rms := md.ResourceMetrics()
 	for i := range rms.Len() {
 		t.translateResource(rms.At(i))
@@ -165,7 +182,7 @@ func (t *Translator) translateMetric(m pmetric.Metric) {
 	if n == 0 {
 		return // Prometheus drops an empty metric with a warning only.
 	}
-	if err := checkTemporality(m); err != nil {
+	if err := t.checkTemporality(m); err != nil {
 		t.reject(n, "%v", err)
 		return
 	}
@@ -177,39 +194,38 @@ func (t *Translator) translateMetric(m pmetric.Metric) {
 	t.addMetadata(m, family)
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
-		t.addNumberDataPoints(m.Name(), family, m.Gauge().DataPoints())
+		t.addNumberDataPoints(m.Name(), family, m.Gauge().DataPoints(), false)
 	case pmetric.MetricTypeSum:
-		t.addNumberDataPoints(m.Name(), family, m.Sum().DataPoints())
+		t.addNumberDataPoints(m.Name(), family, m.Sum().DataPoints(), true)
 	case pmetric.MetricTypeHistogram:
 		t.addHistogramDataPoints(m.Name(), family, m.Histogram().DataPoints())
 	case pmetric.MetricTypeSummary:
 		t.addSummaryDataPoints(m.Name(), family, m.Summary().DataPoints())
 	case pmetric.MetricTypeExponentialHistogram:
-		t.addExponentialHistogramDataPoints(m.Name(), family, m.ExponentialHistogram().DataPoints())
+		t.addExponentialHistogramDataPoints(m.Name(), family, m.ExponentialHistogram().DataPoints(), isDelta(m))
 	}
 }
 
-// checkTemporality accepts what Prometheus accepts without its
-// native-delta feature flag: cumulative sums and histograms. Delta (and
-// unspecified) temporality is refused because a delta is not a Prometheus
-// counter; converting it needs per-series state we do not keep yet.
-func checkTemporality(m pmetric.Metric) error {
-	var temp pmetric.AggregationTemporality
-	switch m.Type() {
-	case pmetric.MetricTypeSum:
-		temp = m.Sum().AggregationTemporality()
-	case pmetric.MetricTypeHistogram:
-		temp = m.Histogram().AggregationTemporality()
-	case pmetric.MetricTypeExponentialHistogram:
-		temp = m.ExponentialHistogram().AggregationTemporality()
-	default:
+// checkTemporality accepts what Prometheus accepts: cumulative sums and
+// histograms, and delta ones under delta_temporality native (its
+// otlp-native-delta-ingestion). Under convert no delta metric is left by
+// now (convertDeltas). Unspecified temporality is always refused.
+func (t *Translator) checkTemporality(m pmetric.Metric) error {
+	temp, ok := temporality(m)
+	if !ok {
 		return nil
 	}
 	switch temp {
 	case pmetric.AggregationTemporalityCumulative:
 		return nil
 	case pmetric.AggregationTemporalityDelta:
-		return fmt.Errorf("metric %q: delta temporality is not supported (send cumulative, e.g. with the Collector's deltatocumulative processor)", m.Name())
+		switch {
+		case t.cfg.DeltaTemporality == DeltaNative:
+			return nil
+		case t.cfg.DeltaTemporality == DeltaConvert:
+			return fmt.Errorf("metric %q: delta temporality refused: no delta conversion state in this translator", m.Name())
+		}
+		return fmt.Errorf("metric %q: delta temporality refused: otlp.delta_temporality is %q (set convert or native, or send cumulative)", m.Name(), t.cfg.DeltaTemporality)
 	default:
 		return fmt.Errorf("metric %q: invalid temporality %s for a %s", m.Name(), temp, m.Type())
 	}

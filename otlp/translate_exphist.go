@@ -18,16 +18,16 @@ import (
 const otlpZeroThreshold = 1e-128
 
 // addExponentialHistogramDataPoints stores each data point as one integer
-// native histogram sample under the family name, as Prometheus's OTLP
-// receiver converts them: labels from the attributes, schema = scale
-// (scales above 8 merged down to 8, below -4 rejected), zero threshold
-// 1e-128, spans and deltas from the dense bucket arrays. Delta temporality
-// was refused before (checkTemporality); cumulative points keep
-// UnknownCounterReset so the reader detects resets.
-func (t *Translator) addExponentialHistogramDataPoints(metric, family string, dps pmetric.ExponentialHistogramDataPointSlice) {
+// native histogram sample under the family name, with its exemplars, as
+// Prometheus's OTLP receiver converts them: labels from the attributes,
+// schema = scale (scales above 8 merged down to 8, below -4 rejected),
+// zero threshold 1e-128, spans and deltas from the dense bucket arrays.
+// Cumulative points keep UnknownCounterReset so the reader detects
+// resets; delta ones (delta_temporality native) are gauge histograms.
+func (t *Translator) addExponentialHistogramDataPoints(metric, family string, dps pmetric.ExponentialHistogramDataPointSlice, delta bool) {
 	for i := range dps.Len() {
 		dp := dps.At(i)
-		h, err := exponentialToNative(dp)
+		h, err := exponentialToNative(dp, delta)
 		if err != nil {
 			t.reject(1, "metric %q: %v", metric, err)
 			continue
@@ -37,13 +37,24 @@ func (t *Translator) addExponentialHistogramDataPoints(metric, family string, dp
 			t.reject(1, "metric %q: %v", metric, err)
 			continue
 		}
-		t.appendHistogram(t.withName(base, family), actastore.HistogramSample{T: msTimestamp(dp.Timestamp()), H: h})
+		ms := msTimestamp(dp.Timestamp())
+		exs, err := t.convertExemplars(metric, dp.Exemplars(), ms)
+		if err != nil {
+			t.reject(1, "metric %q: %v", metric, err)
+			continue
+		}
+		sortExemplars(exs)
+		ls := t.withName(base, family)
+		t.appendHistogram(ls, actastore.HistogramSample{T: ms, H: h})
+		t.appendExemplars(ls, exs)
 	}
 }
 
 // exponentialToNative converts one data point (Prometheus's OTLP receiver,
-// v0.316.0, exponentialToNativeHistogram, for cumulative points).
-func exponentialToNative(dp pmetric.ExponentialHistogramDataPoint) (*histogram.Histogram, error) {
+// v0.316.0, exponentialToNativeHistogram): a delta point gets the
+// GaugeType reset hint, as Prometheus gives it under native delta
+// ingestion so that its TSDB does not cut a chunk at every "reset".
+func exponentialToNative(dp pmetric.ExponentialHistogramDataPoint, delta bool) (*histogram.Histogram, error) {
 	scale := dp.Scale()
 	if scale < histogram.ExponentialSchemaMin {
 		return nil, fmt.Errorf("exponential histogram scale %d below the smallest native schema %d", scale, histogram.ExponentialSchemaMin)
@@ -53,8 +64,12 @@ func exponentialToNative(dp pmetric.ExponentialHistogramDataPoint) (*histogram.H
 		scaleDown = scale - histogram.ExponentialSchemaMax
 		scale = histogram.ExponentialSchemaMax
 	}
+	hint := histogram.UnknownCounterReset
+	if delta {
+		hint = histogram.GaugeType
+	}
 	h := &histogram.Histogram{
-		CounterResetHint: histogram.UnknownCounterReset,
+		CounterResetHint: hint,
 		Schema:           scale,
 		ZeroThreshold:    otlpZeroThreshold,
 		ZeroCount:        dp.ZeroCount(),
@@ -128,15 +143,21 @@ func bucketsLayout(counts []uint64, offset, scaleDown int32) ([]histogram.Span, 
 
 // appendHistogram adds one histogram sample to the series with labels ls.
 func (t *Translator) appendHistogram(ls labels.Labels, hs actastore.HistogramSample) {
+	i := t.extrasIndex(ls)
+	t.out.Extras[i].Histograms = append(t.out.Extras[i].Histograms, hs)
+	t.out.Histograms++
+}
+
+// extrasIndex returns the index of the series with labels ls in
+// t.out.Extras, adding the series if new.
+func (t *Translator) extrasIndex(ls labels.Labels) int {
 	h := ls.Hash()
 	for _, i := range t.hindex[h] {
 		if labels.Equal(t.out.Extras[i].Labels, ls) {
-			t.out.Extras[i].Histograms = append(t.out.Extras[i].Histograms, hs)
-			t.out.Histograms++
-			return
+			return i
 		}
 	}
 	t.hindex[h] = append(t.hindex[h], len(t.out.Extras))
-	t.out.Extras = append(t.out.Extras, actastore.SeriesExtras{Labels: ls, Histograms: []actastore.HistogramSample{hs}})
-	t.out.Histograms++
+	t.out.Extras = append(t.out.Extras, actastore.SeriesExtras{Labels: ls})
+	return len(t.out.Extras) - 1
 }

@@ -4,7 +4,10 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/acta-remote/acta-remote/actastore"
 )
 
 // Suffixes and label names of classic histograms and summaries.
@@ -22,6 +25,12 @@ const (
 // _count, cumulative _bucket{le} per explicit bound, then _bucket{le="+Inf"}
 // equal to the count. An explicit +Inf bound is skipped (the +Inf bucket
 // comes from the count); bucket counts beyond the bounds are ignored.
+//
+// Exemplars go to buckets as Prometheus's translator hands them out:
+// walking the exemplars in the request's order, each bucket takes the next
+// ones whose value is at most its bound, stopping at the first above it
+// (so an exemplar out of value order may land in a higher bucket); the
+// +Inf bucket takes the rest; _sum and _count get none.
 func (t *Translator) addHistogramDataPoints(metric, family string, dps pmetric.HistogramDataPointSlice) {
 	sumName, countName, bucketName := family+sumSuffix, family+countSuffix, family+bucketSuffix
 	for i := range dps.Len() {
@@ -32,6 +41,11 @@ func (t *Translator) addHistogramDataPoints(metric, family string, dps pmetric.H
 			continue
 		}
 		ts := msTimestamp(dp.Timestamp())
+		exs, err := t.convertExemplars(metric, dp.Exemplars(), ts)
+		if err != nil {
+			t.reject(1, "metric %q: %v", metric, err)
+			continue
+		}
 		stale := dp.Flags().NoRecordedValue()
 		val := func(v float64) float64 {
 			if stale {
@@ -46,17 +60,33 @@ func (t *Translator) addHistogramDataPoints(metric, family string, dps pmetric.H
 
 		bounds, counts := dp.ExplicitBounds(), dp.BucketCounts()
 		var cumulative uint64
+		next := 0 // first exemplar not yet in a bucket
 		for j := 0; j < bounds.Len() && j < counts.Len(); j++ {
 			bound := bounds.At(j)
 			cumulative += counts.At(j)
 			if math.IsInf(bound, 1) {
 				continue
 			}
+			from := next
+			for next < len(exs) && exs[next].Value <= bound {
+				next++
+			}
 			le := strconv.FormatFloat(bound, 'f', -1, 64)
-			t.appendSample(t.withName(base, bucketName, leLabel, le), ts, val(float64(cumulative)))
+			ls := t.withName(base, bucketName, leLabel, le)
+			t.appendSample(ls, ts, val(float64(cumulative)))
+			t.appendBucketExemplars(ls, exs[from:next])
 		}
-		t.appendSample(t.withName(base, bucketName, leLabel, plusInf), ts, val(float64(dp.Count())))
+		ls := t.withName(base, bucketName, leLabel, plusInf)
+		t.appendSample(ls, ts, val(float64(dp.Count())))
+		t.appendBucketExemplars(ls, exs[next:])
 	}
+}
+
+// appendBucketExemplars sorts one bucket's share of the point's exemplars
+// (shared with no other bucket) and adds it to the bucket's series.
+func (t *Translator) appendBucketExemplars(ls labels.Labels, es []actastore.Exemplar) {
+	sortExemplars(es)
+	t.appendExemplars(ls, es)
 }
 
 // addSummaryDataPoints writes _sum, _count and one series per quantile

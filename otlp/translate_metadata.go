@@ -11,9 +11,10 @@ import (
 // addMetadata records the family's type, unit and help as Prometheus's
 // OTLP receiver does (v0.316.0, otelMetricTypeToPromMetricType and
 // UnitNamer): gauge; monotonic sum counter, other sums gauge; histogram and
-// exponential histogram histogram; summary summary; the unit as
-// Prometheus words ("seconds"), the description as help. Delta
-// temporality never gets here (checkTemporality).
+// exponential histogram histogram; summary summary; a delta sum or
+// histogram (delta_temporality native) unknown, as Prometheus marks delta
+// for now; the unit as Prometheus words ("seconds"), the description as
+// help.
 func (t *Translator) addMetadata(m pmetric.Metric, family string) {
 	typ := model.MetricTypeUnknown
 	switch m.Type() {
@@ -28,6 +29,9 @@ func (t *Translator) addMetadata(m pmetric.Metric, family string) {
 		typ = model.MetricTypeHistogram
 	case pmetric.MetricTypeSummary:
 		typ = model.MetricTypeSummary
+	}
+	if isDelta(m) {
+		typ = model.MetricTypeUnknown
 	}
 	t.setMetadata(family, actastore.Metadata{Type: typ, Unit: (&otlptranslator.UnitNamer{}).Build(m.Unit()), Help: m.Description()})
 }

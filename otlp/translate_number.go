@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/value"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/acta-remote/acta-remote/actastore"
 )
 
 // staleNaN is Prometheus's stale marker (bits 0x7ff0000000000002): a data
@@ -14,13 +16,24 @@ var staleNaN = math.Float64frombits(value.StaleNaN)
 
 // addNumberDataPoints writes gauges and sums, one sample per data point
 // under the family name (a monotonic sum's name already carries _total).
-func (t *Translator) addNumberDataPoints(metric, family string, dps pmetric.NumberDataPointSlice) {
+// A sum's exemplars go with its series; a gauge's are dropped, as
+// Prometheus's translator drops them.
+func (t *Translator) addNumberDataPoints(metric, family string, dps pmetric.NumberDataPointSlice, sum bool) {
 	for i := range dps.Len() {
 		dp := dps.At(i)
 		ls, err := t.dataPointLabels(dp.Attributes(), family)
 		if err != nil {
 			t.reject(1, "metric %q: %v", metric, err)
 			continue
+		}
+		ms := msTimestamp(dp.Timestamp())
+		var exs []actastore.Exemplar
+		if sum {
+			if exs, err = t.convertExemplars(metric, dp.Exemplars(), ms); err != nil {
+				t.reject(1, "metric %q: %v", metric, err)
+				continue
+			}
+			sortExemplars(exs)
 		}
 		var v float64 // an unset value reads as 0, as in Prometheus
 		switch dp.ValueType() {
@@ -32,6 +45,7 @@ func (t *Translator) addNumberDataPoints(metric, family string, dps pmetric.Numb
 		if dp.Flags().NoRecordedValue() {
 			v = staleNaN
 		}
-		t.appendSample(ls, msTimestamp(dp.Timestamp()), v)
+		t.appendSample(ls, ms, v)
+		t.appendExemplars(ls, exs)
 	}
 }

@@ -7,16 +7,21 @@
 package otlp
 
 import (
+	"fmt"
 	"io"
 	"log"
 	"math"
 	"math/rand/v2"
 	"os"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/otlptranslator"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/acta-remote/acta-remote/actastore"
 )
 
 // Vocabularies with the names that trip translators: dots, collisions
@@ -76,6 +81,12 @@ func randMetric(r *rand.Rand, m pmetric.Metric) {
 		return pmetric.DefaultDataPointFlags.WithNoRecordedValue(r.IntN(8) == 0)
 	}
 	n := r.IntN(4)
+	temp := func() pmetric.AggregationTemporality {
+		if r.IntN(4) == 0 {
+			return pmetric.AggregationTemporalityDelta
+		}
+		return pmetric.AggregationTemporalityCumulative
+	}
 	switch r.IntN(5) {
 	case 0:
 		dps := m.SetEmptyGauge().DataPoints()
@@ -85,21 +96,23 @@ func randMetric(r *rand.Rand, m pmetric.Metric) {
 			dp.SetDoubleValue(r.NormFloat64())
 			dp.SetFlags(flags())
 			randAttrs(r, dp.Attributes(), r.IntN(4))
+			randExemplars(r, dp.Exemplars(), dp.Timestamp())
 		}
 	case 1:
 		s := m.SetEmptySum()
 		s.SetIsMonotonic(r.IntN(2) == 0)
-		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		s.SetAggregationTemporality(temp())
 		for range n {
 			dp := s.DataPoints().AppendEmpty()
 			dp.SetTimestamp(ts())
 			dp.SetIntValue(r.Int64N(1000))
 			dp.SetFlags(flags())
 			randAttrs(r, dp.Attributes(), r.IntN(4))
+			randExemplars(r, dp.Exemplars(), dp.Timestamp())
 		}
 	case 2:
 		h := m.SetEmptyHistogram()
-		h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		h.SetAggregationTemporality(temp())
 		for range n {
 			dp := h.DataPoints().AppendEmpty()
 			dp.SetTimestamp(ts())
@@ -125,6 +138,7 @@ func randMetric(r *rand.Rand, m pmetric.Metric) {
 			}
 			dp.SetFlags(flags())
 			randAttrs(r, dp.Attributes(), r.IntN(4))
+			randExemplars(r, dp.Exemplars(), dp.Timestamp())
 		}
 	case 3:
 		dps := m.SetEmptySummary().DataPoints()
@@ -143,20 +157,85 @@ func randMetric(r *rand.Rand, m pmetric.Metric) {
 		}
 	case 4:
 		h := m.SetEmptyExponentialHistogram()
-		h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		h.SetAggregationTemporality(temp())
 		for range n {
 			dp := h.DataPoints().AppendEmpty()
 			dp.SetTimestamp(ts())
 			randExpBuckets(r, dp)
 			dp.SetFlags(flags())
 			randAttrs(r, dp.Attributes(), r.IntN(4))
+			randExemplars(r, dp.Exemplars(), dp.Timestamp())
 		}
 	}
 }
 
+// randExemplars adds up to three exemplars: values around the histogram
+// bounds and out of order, trace and span IDs or not, attributes that
+// collide with trace_id, empty values, sets over 128 characters, times
+// before, at and after the point's, or none.
+func randExemplars(r *rand.Rand, es pmetric.ExemplarSlice, ts pcommon.Timestamp) {
+	for range r.IntN(4) {
+		ex := es.AppendEmpty()
+		switch r.IntN(3) {
+		case 0:
+			ex.SetIntValue(r.Int64N(3))
+		default:
+			ex.SetDoubleValue(float64(r.IntN(6)) * 0.25) // on and between the bounds
+		}
+		switch r.IntN(4) {
+		case 0: // no time
+		case 1:
+			ex.SetTimestamp(ts)
+		default:
+			ex.SetTimestamp(ts - pcommon.Timestamp(r.IntN(5e9)) + 1e9)
+		}
+		if r.IntN(4) != 0 {
+			var id pcommon.TraceID
+			for i := range id {
+				id[i] = byte(r.IntN(256))
+			}
+			ex.SetTraceID(id)
+		}
+		if r.IntN(4) != 0 {
+			var id pcommon.SpanID
+			for i := range id {
+				id[i] = byte(r.IntN(256))
+			}
+			ex.SetSpanID(id)
+		}
+		attrs := ex.FilteredAttributes()
+		for range r.IntN(3) {
+			switch r.IntN(5) {
+			case 0:
+				attrs.PutStr("trace_id", "from-attr")
+			case 1:
+				attrs.PutStr("user", "")
+			case 2:
+				attrs.PutStr("long", strings.Repeat("x", 40+r.IntN(60)))
+			default:
+				attrs.PutInt(randAttrNames[r.IntN(len(randAttrNames))], r.Int64N(100))
+			}
+		}
+	}
+}
+
+// formatExemplars renders exemplars one a line: series, time, value bits,
+// exemplar labels.
+func formatExemplars(ss []actastore.SeriesExtras) []string {
+	var out []string
+	for _, s := range ss {
+		for _, e := range s.Exemplars {
+			out = append(out, fmt.Sprintf("%s %d %v(%x) %s", s.Labels, e.T, e.Value, math.Float64bits(e.Value), e.Labels))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // TestTranslateRandomAgainstPrometheus compares our series with
 // Prometheus's for random requests under every strategy and a mix of
-// options. Where Prometheus fails a request (it rolls the whole request
+// options, delta temporality rejected or ingested natively, exemplars on
+// every kind. Where Prometheus fails a request (it rolls the whole request
 // back) there is nothing to compare; we count those to be sure most
 // requests are compared.
 func TestTranslateRandomAgainstPrometheus(t *testing.T) {
@@ -165,7 +244,7 @@ func TestTranslateRandomAgainstPrometheus(t *testing.T) {
 		otlptranslator.NoUTF8EscapingWithSuffixes, otlptranslator.NoTranslation,
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	compared, skipped := 0, 0
+	compared, skipped, exemplars := 0, 0, 0
 	skipReasons := map[string]int{}
 	log.SetOutput(io.Discard) // Prometheus's translator logs overwritten __name__ with the log package
 	defer log.SetOutput(os.Stderr)
@@ -184,10 +263,13 @@ func TestTranslateRandomAgainstPrometheus(t *testing.T) {
 		cfg.TargetInfo = r.IntN(4) != 0
 		cfg.LabelNameUnderscoreSanitization = r.IntN(3) != 0
 		cfg.LabelNamePreserveMultipleUnderscores = r.IntN(3) != 0
+		if r.IntN(3) != 0 {
+			cfg.DeltaTemporality = DeltaNative
+		}
 
 		md := randMetrics(r)
-		got := NewTranslator(cfg).Translate(md)
 		prom, err := prometheusTranslate(t, md, cfg)
+		got := NewTranslator(cfg).Translate(md)
 		if err != nil {
 			skipped++
 			skipReasons[err.Error()]++
@@ -218,12 +300,14 @@ func TestTranslateRandomAgainstPrometheus(t *testing.T) {
 		}
 		diffLines(t, "random request histograms", formatHistSeries(got.Extras), formatHistSeries(prom.hists))
 		diffLines(t, "random request metadata", formatMetadata(got.Metadata), formatMetadataMap(prom.meta))
+		diffLines(t, "random request exemplars", formatExemplars(got.Extras), formatExemplars(prom.exemplars))
+		exemplars += got.Exemplars
 		if t.Failed() {
 			t.Fatalf("request %d differs (config %+v)", i, cfg)
 		}
 	}
-	t.Logf("compared %d random requests, %d skipped (Prometheus failed them): %v", compared, skipped, skipReasons)
-	if compared < 400 {
-		t.Fatalf("only %d of 800 requests compared", compared)
+	t.Logf("compared %d random requests (%d exemplars), %d skipped (Prometheus failed them): %v", compared, exemplars, skipped, skipReasons)
+	if compared < 400 || exemplars < 500 {
+		t.Fatalf("only %d of 800 requests compared, %d exemplars", compared, exemplars)
 	}
 }

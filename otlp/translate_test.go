@@ -7,6 +7,7 @@
 package otlp
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -377,7 +378,7 @@ func TestTranslateRejections(t *testing.T) {
 	joined := strings.Join(got.Reasons, "\n")
 	for _, want := range []string{
 		`metric "eh": exponential histogram scale -5 below the smallest native schema -4`,
-		`metric "d": delta temporality is not supported`,
+		`metric "d": delta temporality refused: otlp.delta_temporality is "reject" (set convert or native, or send cumulative)`,
 		`metric "u": invalid temporality Unspecified`,
 		`metric "bad.attr": label name is empty`,
 	} {
@@ -394,7 +395,7 @@ func TestTranslateRejections(t *testing.T) {
 func TestTranslateTargetInfoCapped(t *testing.T) {
 	md := pmetric.NewMetrics()
 	sm := newResource(md, svc)
-	addGauge(sm, "old", "", 0, 1, nil) // timestamp unset
+	addGauge(sm, "old", "", 1e6, 1, nil) // 1 ms after the epoch
 	addGauge(sm, "now", "", t0ns, 1, nil)
 	got := NewTranslator(DefaultConfig()).Translate(md)
 	var ti []actastore.Sample
@@ -425,4 +426,105 @@ func TestTranslateHugeAttributeValue(t *testing.T) {
 	if len(got.Series) != 1 || got.Series[0].Labels.Get("blob") != big {
 		t.Fatalf("huge attribute not carried through verbatim")
 	}
+}
+
+// TestTranslateRefusesTimestampsAtTheEpoch: a data point stored at or
+// before 1970-01-01T00:00:00Z in milliseconds (time_unix_nano 0, below a
+// millisecond, or 2^63 and above, negative as int64) is refused with a
+// reason, of every kind; the valid points beside it are kept and
+// target_info spans only them.
+func TestTranslateRefusesTimestampsAtTheEpoch(t *testing.T) {
+	md := pmetric.NewMetrics()
+	sm := newResource(md, svc)
+	addGauge(sm, "g", "", 0, 1, nil)
+	addGauge(sm, "g", "", t0ns, 2, nil)
+	addSum(sm, "s", "", true, pmetric.AggregationTemporalityCumulative, 999_999, 1, nil)
+	addHistogram(sm, "h", "", 1<<63, []float64{1}, []uint64{1, 0}, nil, nil)
+	addSummary(sm, "q", "", math.MaxUint64, 1, 1, nil)
+	addExpHistogram(sm, "e", pmetric.AggregationTemporalityCumulative, 0)
+	addGauge(sm, "first_ms", "", 1_000_000, 3, nil)
+
+	got := NewTranslator(DefaultConfig()).Translate(md)
+	if got.DataPoints != 7 || got.Rejected != 5 {
+		t.Fatalf("DataPoints=%d Rejected=%d, want 7 and 5; reasons %q", got.DataPoints, got.Rejected, got.Reasons)
+	}
+	diffLines(t, "reasons", got.Reasons, []string{
+		`metric "g": data point refused: time_unix_nano is 0 (not set)`,
+		`metric "s": data point refused: time_unix_nano 999999 is within the first millisecond of 1970`,
+		`metric "h": data point refused: time_unix_nano 9223372036854775808 is after year 2262 (negative as a signed 64-bit number)`,
+		`metric "q": data point refused: time_unix_nano 18446744073709551615 is after year 2262 (negative as a signed 64-bit number)`,
+		`metric "e": data point refused: time_unix_nano is 0 (not set)`,
+	})
+	if len(got.Extras) != 0 || len(got.Metadata) != 3 { // g, first_ms, target_info
+		t.Errorf("extras %d, metadata %v", len(got.Extras), formatMetadata(got.Metadata))
+	}
+	want := []string{
+		`{__name__="g", instance="pod-1", job="shop/checkout"} 1700000000123 2`,
+		`{__name__="first_ms", instance="pod-1", job="shop/checkout"} 1 3`,
+	}
+	// target_info from 1 ms to t0: the newest maxTargetInfoSamples grid
+	// points, then t0.
+	step := targetInfoInterval.Milliseconds()
+	span := int64(t0ms - 1)
+	first := 1 + (span/step-maxTargetInfoSamples+1)*step
+	for i := range int64(maxTargetInfoSamples) {
+		want = append(want, targetInfo(first+i*step))
+	}
+	want = append(want, targetInfo(t0ms))
+	diffLines(t, "kept", formatSeries(got.Series), want)
+}
+
+// TestTranslateExemplarEdgeCases holds the exemplar rules on bad and odd
+// input, written out by hand: no time (the point's), a time after the
+// point's and far in the future (kept: the store bounds the future), a
+// negative time (dropped with a note, no rejected point), no value (the
+// point rejected), an attribute named trace_id beside a trace ID (the ID
+// wins), an empty value (left out), labels over 128 characters (IDs
+// only), a gauge's exemplar (dropped, as Prometheus drops it).
+func TestTranslateExemplarEdgeCases(t *testing.T) {
+	md := pmetric.NewMetrics()
+	sm := newResource(md, svc)
+	m := addDeltaMetric(sm, "c", "", pmetric.MetricTypeSum, true)
+	m.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := deltaSumPoint(m, dStart, dT1, 1, nil)
+	es := dp.Exemplars()
+	addExemplar(es, 0, 1, 0x01)               // no time
+	addExemplar(es, dT1+5e9, 2, 0x02)         // after the point
+	addExemplar(es, dT1+400*86400e9, 3, 0x03) // 400 days ahead
+	addExemplar(es, 1<<63, 4, 0x04)           // negative in ms
+	ex := es.AppendEmpty()                    // attributes only
+	ex.SetTimestamp(pcommon.Timestamp(dT1))
+	ex.SetIntValue(5)
+	ex.FilteredAttributes().PutStr("user", "u1")
+	ex.FilteredAttributes().PutStr("empty", "")
+	ex = es.AppendEmpty() // trace_id attribute beside a trace ID; too long together
+	ex.SetTimestamp(pcommon.Timestamp(dT1 - 1e6))
+	ex.SetDoubleValue(6)
+	ex.SetTraceID(pcommon.TraceID{0x06})
+	ex.FilteredAttributes().PutStr("trace_id", "shadowed")
+	ex.FilteredAttributes().PutStr("blob", strings.Repeat("b", 85)) // 40 + 89 = 129 characters
+	bad := deltaSumPoint(m, dStart, dT1, 2, map[string]any{"k": "no-value"})
+	bad.Exemplars().AppendEmpty().SetTimestamp(pcommon.Timestamp(dT1))
+	g := addGauge(sm, "g", "", dT1, 1, nil)
+	addExemplar(g.Exemplars(), dT1, 1, 0x07)
+
+	got := NewTranslator(DefaultConfig()).Translate(md)
+	if got.Rejected != 1 || got.DataPoints != 3 || got.Exemplars != 5 {
+		t.Fatalf("rejected %d of %d, %d exemplars; reasons %q", got.Rejected, got.DataPoints, got.Exemplars, got.Reasons)
+	}
+	diffLines(t, "reasons", got.Reasons, []string{
+		`metric "c": exemplar dropped: time_unix_nano 9223372036854775808 is after year 2262`,
+		`metric "c": exemplar 0 has no value (type Empty)`,
+	})
+	s := `{__name__="c_total", instance="pod-1", job="shop/checkout"}`
+	id := func(n byte) string {
+		return fmt.Sprintf(`span_id="%02x01020304050607", trace_id="%02x0102030405060708090a0b0c0d0e0f"`, n, n)
+	}
+	diffLines(t, "exemplars", formatExemplars(got.Extras), []string{
+		s + ` 1700000000122 6(4018000000000000) {trace_id="06000000000000000000000000000000"}`,
+		s + ` 1700000000123 1(3ff0000000000000) {` + id(1) + `}`,
+		s + ` 1700000000123 5(4014000000000000) {user="u1"}`,
+		s + ` 1700000005123 2(4000000000000000) {` + id(2) + `}`,
+		s + ` 1734560000123 3(4008000000000000) {` + id(3) + `}`,
+	})
 }

@@ -138,7 +138,7 @@ func TestHistogramsEndToEnd(t *testing.T) {
 	// OTLP: expected as our translator converts them (compared with
 	// Prometheus's own conversion in package otlp).
 	md := otlpExpHistograms()
-	rcv, err := otlp.New(otlp.DefaultConfig(), st, nil)
+	rcv, err := otlp.New(otlp.DefaultConfig(), st, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,10 +83,10 @@ func (h *Handler) endSeries(s *scratch, idx, lo, hlo, elo int, md *actastore.Met
 		s.spans = append(s.spans, span{lo, len(s.samples), hlo, len(s.hists), elo, len(s.exs), plo, len(s.lp)})
 	}
 	// The store validates a series' labels in Commit and rejects it alone;
-	// metadata is keyed by name only, so it is taken only from a series
-	// whose labels the store will take.
+	// metadata is keyed by family name only, so it is taken only from a
+	// series whose labels the store will take.
 	if md != nil && validForMetadata(s.pairs) {
-		s.batch.AddMetadata(actastore.NamedMetadata{Name: metricName(s.pairs), Metadata: *md})
+		s.batch.AddMetadata(actastore.NamedMetadata{Name: familyOf(metricName(s.pairs), md.Type), Metadata: *md})
 	}
 }
 

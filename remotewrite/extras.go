@@ -3,6 +3,7 @@ package remotewrite
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/acta-remote/acta-remote/apistatus"
 
@@ -71,6 +72,31 @@ func metadataV2(md *writev2.Metadata, symbols []string) (*actastore.Metadata, er
 		return nil, nil
 	}
 	return &actastore.Metadata{Type: m.Type, Help: m.Help, Unit: m.Unit}, nil
+}
+
+// familyOf is the metric family a 2.0 series' metadata belongs to: 1.0
+// sends metadata per family (MetricFamilyName), 2.0 per series, and a
+// classic histogram's or summary's series carry suffixes their family does
+// not (OpenMetrics 1.0 "Suffixes"): _bucket, _sum and _count (_gsum and
+// _gcount for gauge histograms; _created for all three). Other types keep
+// the series name, as Prometheus names their families (qa_total stays
+// qa_total).
+func familyOf(name string, typ model.MetricType) string {
+	var suffixes []string
+	switch typ {
+	case model.MetricTypeHistogram:
+		suffixes = []string{"_bucket", "_sum", "_count", "_created"}
+	case model.MetricTypeGaugeHistogram:
+		suffixes = []string{"_bucket", "_gsum", "_gcount", "_created"}
+	case model.MetricTypeSummary:
+		suffixes = []string{"_sum", "_count", "_created"}
+	}
+	for _, sfx := range suffixes {
+		if f, ok := strings.CutSuffix(name, sfx); ok && f != "" {
+			return f
+		}
+	}
+	return name
 }
 
 // commit stores the request's batch: floats, histograms, exemplars and

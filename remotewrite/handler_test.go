@@ -284,3 +284,47 @@ func TestMetricsCountOutcomes(t *testing.T) {
 	f("series appended", h.m.seriesAppended, 2) // "ok" and the histogram series "h"
 	f("1.0 requests", h.m.requests.WithLabelValues("1.0"), 1)
 }
+
+// A 2.0 series' metadata is stored under its metric family: the series of
+// a classic histogram, a gauge histogram or a summary drop their suffixes,
+// as 1.0 names the family and Prometheus's /api/v1/metadata lists it.
+func TestWriteV2MetadataByFamily(t *testing.T) {
+	app := &memAppender{}
+	srv := newServer(t, app)
+	cases := []struct {
+		name string
+		typ  writev2.Metadata_MetricType
+		want string
+	}{
+		{"lat_seconds_bucket", writev2.Metadata_METRIC_TYPE_HISTOGRAM, "lat_seconds"},
+		{"lat_seconds_sum", writev2.Metadata_METRIC_TYPE_HISTOGRAM, "lat_seconds"},
+		{"lat_seconds_count", writev2.Metadata_METRIC_TYPE_HISTOGRAM, "lat_seconds"},
+		{"native_seconds", writev2.Metadata_METRIC_TYPE_HISTOGRAM, "native_seconds"},
+		{"queue_bucket", writev2.Metadata_METRIC_TYPE_GAUGEHISTOGRAM, "queue"},
+		{"queue_gsum", writev2.Metadata_METRIC_TYPE_GAUGEHISTOGRAM, "queue"},
+		{"rpc_seconds", writev2.Metadata_METRIC_TYPE_SUMMARY, "rpc_seconds"},
+		{"rpc_seconds_count", writev2.Metadata_METRIC_TYPE_SUMMARY, "rpc_seconds"},
+		{"requests_total", writev2.Metadata_METRIC_TYPE_COUNTER, "requests_total"},
+		{"pool_count", writev2.Metadata_METRIC_TYPE_GAUGE, "pool_count"},
+		{"_sum", writev2.Metadata_METRIC_TYPE_SUMMARY, "_sum"},
+	}
+	var sets [][]string
+	for _, c := range cases {
+		sets = append(sets, []string{"__name__", c.name})
+	}
+	req := v2Req(sets...)
+	for i, c := range cases {
+		req.Timeseries[i].Metadata = writev2.Metadata{Type: c.typ}
+	}
+	if a := post(t, srv.URL, ctV2, "snappy", v2Body(t, req)); a.code != http.StatusNoContent {
+		t.Fatalf("status %d: %s", a.code, a.body)
+	}
+	if len(app.meta) != len(cases) {
+		t.Fatalf("stored %d metadata, want %d", len(app.meta), len(cases))
+	}
+	for i, c := range cases {
+		if app.meta[i].Name != c.want {
+			t.Errorf("metadata of series %s stored for %q, want %q", c.name, app.meta[i].Name, c.want)
+		}
+	}
+}

@@ -25,7 +25,7 @@ type Limits struct {
 	MaxLabelValueLength int // bytes
 	MaxConcurrent       int // requests decoded at once
 	// MaxQueueWait is how long a request waits for one of the
-	// MaxConcurrent slots before it gets 429; 0 refuses at once.
+	// MaxConcurrent slots before it gets 503; 0 refuses at once.
 	MaxQueueWait time.Duration
 }
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/acta-remote/acta-remote/durable"
+
 	"github.com/acta-remote/acta-remote/acta"
 )
 
@@ -49,7 +51,7 @@ func IsCompact(path string, blockRows int) (bool, error) {
 		return false, err
 	}
 	defer r.Close()
-	return isCompact(r.Blocks(), defaultRows(blockRows)), nil
+	return BlocksCompact(r.Blocks(), blockRows), nil
 }
 
 func defaultRows(n int) int {
@@ -59,7 +61,9 @@ func defaultRows(n int) int {
 	return n
 }
 
-func isCompact(bs []acta.BlockInfo, blockRows int) bool {
+// BlocksCompact is IsCompact over a file's block index.
+func BlocksCompact(bs []acta.BlockInfo, blockRows int) bool {
+	blockRows = defaultRows(blockRows)
 	for i, b := range bs {
 		if !b.Sorted || (i < len(bs)-1 && b.Rows < blockRows) || (i > 0 && b.Min <= bs[i-1].Max) {
 			return false
@@ -70,55 +74,101 @@ func isCompact(bs []acta.BlockInfo, blockRows int) bool {
 
 // CompactFile rewrites the sealed Acta file at path into large sorted
 // blocks, dropping repeated primary values (the first stored wins, in file
-// block order then row order — what a reader merging the blocks returns).
-// Every value keeps its exact bits. The new file is written to tmp,
-// synced, fully validated, renamed over path, and the directory synced: a
-// crash at any moment leaves the old file or the new one (and at worst a
-// stray tmp, which the caller sweeps at start-up). A reader with the old
-// file open keeps reading it (the old inode lives until closed); readers
-// opening path afterwards see the new file. The caller guarantees that no
-// one appends to path meanwhile (sealed: only the newest file is written).
+// block order then row order — what a reader merging the blocks returns),
+// for files whose columns are fixed-width int64/float64 without nulls and
+// whose primary column is an int64 (Rewrite is the general form). Every
+// value keeps its exact bits.
 func CompactFile(path, tmp string, o CompactOptions) (CompactResult, error) {
-	var res CompactResult
 	o.BlockRows = defaultRows(o.BlockRows)
 	r, err := acta.Open(path)
 	if err != nil {
-		return res, fmt.Errorf("compact %s: %w", path, err)
-	}
-	defer r.Close()
-	res.BytesIn, res.AllocatedIn, err = sizes(path)
-	if err != nil {
-		return res, fmt.Errorf("compact %s: %w", path, err)
+		return CompactResult{}, fmt.Errorf("compact %s: %w", path, err)
 	}
 	blocks := r.Blocks()
-	res.BlocksIn = len(blocks)
-	for _, b := range blocks {
-		res.RowsIn += b.Rows
-	}
-	if isCompact(blocks, o.BlockRows) {
-		res.Skipped, res.RowsOut, res.BlocksOut = true, res.RowsIn, res.BlocksIn
-		res.BytesOut, res.AllocatedOut = res.BytesIn, res.AllocatedIn
-		return res, nil
+	if BlocksCompact(blocks, o.BlockRows) {
+		r.Close()
+		return Skipped(path, blocks)
 	}
 	schema := r.Schema()
 	pi := schema.PrimaryIndex()
 	if pi < 0 {
-		return res, fmt.Errorf("compact %s: %w: no primary column", path, ErrNotCompactable)
+		r.Close()
+		return CompactResult{}, fmt.Errorf("compact %s: %w: no primary column", path, ErrNotCompactable)
 	}
 	cols, err := readColumns(r, pi)
+	r.Close()
+	if err != nil {
+		return CompactResult{}, fmt.Errorf("compact %s: %w", path, err)
+	}
+	cols = sortDedupe(cols, pi)
+	rows := cols[pi].Len()
+	var batches []*acta.Batch
+	for lo := 0; lo < rows; lo += o.BlockRows {
+		hi := min(lo+o.BlockRows, rows)
+		b := &acta.Batch{Schema: schema, Rows: hi - lo, Columns: make([]acta.Array, len(cols))}
+		for i, c := range cols {
+			b.Columns[i] = c.slice(lo, hi)
+		}
+		batches = append(batches, b)
+	}
+	return Rewrite(path, tmp, schema, batches, o)
+}
+
+// Skipped is the result for a file found compact already (nothing is
+// written).
+func Skipped(path string, blocks []acta.BlockInfo) (CompactResult, error) {
+	var res CompactResult
+	var err error
+	res.BytesIn, res.AllocatedIn, err = sizes(path)
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", path, err)
+	}
+	res.BlocksIn = len(blocks)
+	for _, b := range blocks {
+		res.RowsIn += b.Rows
+	}
+	res.Skipped, res.RowsOut, res.BlocksOut = true, res.RowsIn, res.BlocksIn
+	res.BytesOut, res.AllocatedOut = res.BytesIn, res.AllocatedIn
+	return res, nil
+}
+
+// Rewrite replaces the sealed Acta file at path with one holding batches,
+// each written as one block (a batch's schema may differ from schema, the
+// file's, only in the logical type of a column: the new file takes the
+// first batch's), crash-safely: the new file is written to tmp with
+// Zstandard at o.ZstdLevel, synced, fully validated, renamed over path,
+// and the directory synced. A crash at any moment leaves the old file or
+// the new one (and at worst a stray tmp, which the caller sweeps at
+// start-up). A reader with the old file open keeps reading it (the old
+// inode lives until closed); readers opening path afterwards see the new
+// file. The caller guarantees that no one appends to path meanwhile
+// (sealed: only the newest file is written), and that batches hold the
+// same samples as the old file (the rewrite does not compare them).
+// o.Limiter paces bytes read plus written.
+func Rewrite(path, tmp string, schema *acta.Schema, batches []*acta.Batch, o CompactOptions) (CompactResult, error) {
+	var res CompactResult
+	var err error
+	res.BytesIn, res.AllocatedIn, err = sizes(path)
+	if err != nil {
+		return res, fmt.Errorf("compact %s: %w", path, err)
+	}
+	if r, err := acta.Open(path); err == nil {
+		for _, b := range r.Blocks() {
+			res.RowsIn += b.Rows
+			res.BlocksIn++
+		}
+		r.Close()
 	}
 	if o.Limiter != nil {
 		o.Limiter.Take(res.BytesIn)
 	}
-	cols = sortDedupe(cols, pi)
-	res.RowsOut = cols[pi].Len()
-
+	if len(batches) > 0 && batches[0].Schema != nil {
+		schema = batches[0].Schema
+	}
 	os.Remove(tmp) // a leftover of an earlier crash
 	w, err := acta.Create(tmp, schema, acta.WriterOptions{
 		Codec: acta.CodecZstd, ZstdLevel: o.ZstdLevel, Encoding: acta.EncodingAdaptive,
-		RowBlockTarget: o.BlockRows,
+		RowBlockTarget: 1 << 24, // the reader limit: one block per batch, Flush cuts them
 	})
 	if err != nil {
 		return res, fmt.Errorf("compact %s: %w", path, err)
@@ -128,13 +178,12 @@ func CompactFile(path, tmp string, o CompactOptions) (CompactResult, error) {
 		os.Remove(tmp)
 		return res, fmt.Errorf("compact %s: %w", path, err)
 	}
-	for lo := 0; lo < res.RowsOut; lo += o.BlockRows {
-		hi := min(lo+o.BlockRows, res.RowsOut)
-		b := &acta.Batch{Schema: schema, Rows: hi - lo, Columns: make([]acta.Array, len(cols))}
-		for i, c := range cols {
-			b.Columns[i] = c.slice(lo, hi)
-		}
+	for _, b := range batches {
+		res.RowsOut += b.Rows
 		if err := w.Append(b); err != nil {
+			return fail(err)
+		}
+		if err := w.Flush(); err != nil {
 			return fail(err)
 		}
 	}
@@ -157,7 +206,7 @@ func CompactFile(path, tmp string, o CompactOptions) (CompactResult, error) {
 		os.Remove(tmp)
 		return res, fmt.Errorf("compact %s: %w", path, err)
 	}
-	if err := SyncDir(filepath.Dir(path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return res, fmt.Errorf("compact %s: %w", path, err)
 	}
 	res.BytesOut, res.AllocatedOut, err = sizes(path)
@@ -283,17 +332,4 @@ func Allocated(fi os.FileInfo) int64 {
 		return int64(st.Blocks) * 512
 	}
 	return fi.Size()
-}
-
-// SyncDir fsyncs a directory, making renames and removals in it durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
 }

@@ -38,6 +38,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/acta-remote/acta-remote/durable"
 )
 
 // Wire constants. Frozen: changing them makes existing logs unreadable.
@@ -197,25 +199,13 @@ func (l *Log) openSegment(i int) error {
 	if err != nil {
 		return fmt.Errorf("wal: create segment: %w", err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := durable.SyncDir(l.dir); err != nil {
 		// Remove it so a retry can create it again (O_EXCL).
 		f.Close()
 		os.Remove(path)
 		return err
 	}
 	l.f, l.seg, l.off = f, i, 0
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("wal: open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("wal: sync dir %s: %w", dir, err)
-	}
 	return nil
 }
 
@@ -345,6 +335,13 @@ func (l *Log) Sync(pos Pos) error {
 	return nil
 }
 
+// Synced is the position up to which every record is durable.
+func (l *Log) Synced() Pos {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.synced
+}
+
 // End is the position after the last appended record.
 func (l *Log) End() Pos {
 	l.mu.Lock()
@@ -413,7 +410,7 @@ func (l *Log) TruncateBefore(seg int) error {
 		}
 	}
 	if removed {
-		return syncDir(l.dir)
+		return durable.SyncDir(l.dir)
 	}
 	return nil
 }

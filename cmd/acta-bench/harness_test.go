@@ -76,13 +76,22 @@ func TestHarnessQuickActaOnly(t *testing.T) {
 	if r.Compacted.AllocBytes <= 0 || r.Compacted.ApparentBytes <= 0 || r.PeakRSSBytes <= 0 {
 		t.Fatalf("disk %+v, RSS %d", r.Compacted, r.PeakRSSBytes)
 	}
-	if len(r.Reads) != 6 {
-		t.Fatalf("%d read results, want 6", len(r.Reads))
+	if len(r.Reads) != 8 {
+		t.Fatalf("%d read results, want 6 remote reads and 2 PromQL range queries", len(r.Reads))
 	}
 	for _, q := range r.Reads {
 		if q.Err != "" || q.Series != q.WantSeries || q.Samples == 0 {
 			t.Fatalf("read %s: %+v", q.Query, q)
 		}
+	}
+	for _, q := range r.Reads[6:] {
+		if !strings.HasPrefix(q.Query, "PromQL rate(x[5m]) ") || len(q.Answer) != 64 {
+			t.Fatalf("PromQL read %+v", q)
+		}
+	}
+	// Both acta-remote variants hold the same data: the same PromQL answers.
+	if live.Reads[6].Answer != r.Reads[6].Answer || live.Reads[7].Answer != r.Reads[7].Answer {
+		t.Fatalf("PromQL answers differ between %s and %s", sysActa, sysActaLive)
 	}
 	// 300 series × 30 min: the 1,000-series query takes every pod target.
 	if want := 1; r.Reads[0].Series != want || r.Reads[0].Samples != 120 {

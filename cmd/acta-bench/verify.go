@@ -79,14 +79,16 @@ func verify(d *Dataset, rd reader, idx []int, tol float64) VerifyResult {
 
 // ReadResult is the latency of one kind of query, repeated.
 type ReadResult struct {
-	Query        string  `json:"query"`
-	Reps         int     `json:"reps"`
-	Series       int     `json:"series"`  // per query (the last one), as returned
-	Samples      int64   `json:"samples"` // per query (the last one), as returned
-	WantSeries   int     `json:"want_series"`
-	P50Ms        float64 `json:"p50_ms"`
-	MaxMs        float64 `json:"max_ms"`
-	Err          string  `json:"error,omitempty"`
+	Query      string  `json:"query"`
+	Reps       int     `json:"reps"`
+	Series     int     `json:"series"`  // per query (the last one), as returned
+	Samples    int64   `json:"samples"` // per query (the last one), as returned
+	WantSeries int     `json:"want_series"`
+	P50Ms      float64 `json:"p50_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	Err        string  `json:"error,omitempty"`
+	// Answer is the SHA-256 of a PromQL query's last answer (promql.go).
+	Answer       string `json:"answer_sha256,omitempty"`
 	rangeMs      int64
 	samples      bool // ask for remote read's SAMPLES answer
 	matcherSets  [][]matcher
@@ -150,15 +152,6 @@ func planReads(d *Dataset, seed uint64, reps int) readPlan {
 		return &c
 	}
 	return readPlan{one, long, many, all, samplesOf(long), samplesOf(all)}
-}
-
-// fmtCount writes n with thousands separators (10,000).
-func fmtCount(n int) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // run times every query of the plan against rd, after one untimed query so

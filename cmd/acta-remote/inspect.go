@@ -17,7 +17,10 @@ func init() {
 }
 
 // fileExit prints err for command name and maps it to the file commands'
-// exit codes: corrupt 2, unsupported version 3, anything else 1.
+// exit codes. Every refusal caused by the file's content is 2 or 3: corrupt
+// bytes 2; another format version, a feature this build does not decode
+// (the reference calls both unsupported) or a size beyond the reader's
+// limits 3. Only usage and I/O errors are 1.
 func fileExit(name string, err error) int {
 	switch {
 	case errors.Is(err, acta.ErrUnsupportedVersion):
@@ -26,6 +29,12 @@ func fileExit(name string, err error) int {
 	case errors.Is(err, acta.ErrCorrupt):
 		fmt.Fprintf(os.Stderr, "acta-remote %s: corrupt file: %v\n", name, err)
 		return exitCorrupt
+	case errors.Is(err, acta.ErrUnsupported):
+		fmt.Fprintf(os.Stderr, "acta-remote %s: unsupported: %v\n", name, err)
+		return exitUnsupported
+	case errors.Is(err, acta.ErrLimit):
+		fmt.Fprintf(os.Stderr, "acta-remote %s: beyond the reader's limits: %v\n", name, err)
+		return exitUnsupported
 	}
 	fmt.Fprintf(os.Stderr, "acta-remote %s: %v\n", name, err)
 	return exitError
@@ -40,6 +49,15 @@ type fileArgs struct {
 }
 
 func parseFileArgs(args []string, boolFlags, valFlags []string) (fileArgs, error) {
+	fa, err := parseArgs(args, boolFlags, valFlags)
+	if err == nil && fa.file == "" {
+		err = errors.New("missing FILE")
+	}
+	return fa, err
+}
+
+// parseArgs is parseFileArgs where FILE may be absent.
+func parseArgs(args []string, boolFlags, valFlags []string) (fileArgs, error) {
 	fa := fileArgs{bools: map[string]bool{}, vals: map[string]string{}}
 	isIn := func(s string, l []string) bool {
 		for _, x := range l {
@@ -78,9 +96,6 @@ func parseFileArgs(args []string, boolFlags, valFlags []string) (fileArgs, error
 		default:
 			return fa, fmt.Errorf("unknown flag %q", a)
 		}
-	}
-	if fa.file == "" {
-		return fa, errors.New("missing FILE")
 	}
 	return fa, nil
 }

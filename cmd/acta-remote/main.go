@@ -8,6 +8,8 @@
 //	acta-remote head FILE [-n N] [--json]
 //	acta-remote validate FILE [--level structural|full]
 //	acta-remote recover FILE [--repair]
+//	acta-remote recover --salvage FILE [--out FILE] [--schema-from FILE] [--json]
+//	acta-remote recover --salvage --data-dir DIR [--schema-from FILE] [--json]
 //	acta-remote query --data-dir DIR [--start T] [--end T] [--json] SELECTOR
 //	acta-remote tail --data-dir DIR [--since D] [--poll D] [--json] SELECTOR
 //
@@ -21,12 +23,14 @@ import (
 	"strings"
 )
 
-// Exit codes shared by the file commands (inspect, head, validate, recover).
+// Exit codes shared by the file commands (inspect, head, validate, recover);
+// docs/operations.md lists them.
 const (
 	exitOK          = 0
 	exitError       = 1 // anything else: usage, I/O, ...
 	exitCorrupt     = 2 // the file is corrupt (message carries the offset)
-	exitUnsupported = 3 // the file's format version is not supported
+	exitUnsupported = 3 // another format version, an undecodable feature, or beyond the reader's limits
+	exitLossy       = 4 // recover --salvage wrote a file, but damaged bytes were skipped: data was lost
 )
 
 // command is one subcommand: it parses args (without the subcommand name)

@@ -116,6 +116,7 @@ func newLogger(c config.LogConfig) *slog.Logger {
 // accepting, let in-flight requests finish, close the store (flush the
 // head, sync), so a clean stop leaves nothing to replay.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	setMemoryLimit(cfg, log)
 	reg := newRegistry()
 	store, err := actastore.Open(cfg.DataDir, storeOptions(cfg, log, reg))
 	if err != nil {
@@ -130,13 +131,16 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return nil
 	}
 
-	rcv, err := otlp.New(cfg.OTLP, store, log.With("component", "otlp"))
+	rcv, err := otlp.New(cfg.OTLP, store, log.With("component", "otlp"), reg)
 	if err != nil {
 		return errors.Join(err, closeStore())
 	}
+	// The receiver goes first: its delta conversion state means nothing
+	// once nothing can reach it.
+	closeAll := func() error { return errors.Join(rcv.Close(), closeStore()) }
 	authn, tlsCfg, err := security(cfg, log)
 	if err != nil {
-		return errors.Join(err, closeStore())
+		return errors.Join(err, closeAll())
 	}
 	grpcOpts := authn.GRPCOptions()
 	if tlsCfg != nil {
@@ -144,13 +148,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	grpcSrv, err := otlp.NewGRPCServer(rcv, grpcOpts...)
 	if err != nil {
-		return errors.Join(err, closeStore())
+		return errors.Join(err, closeAll())
 	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		grpcSrv.Stop(context.Background())
-		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeStore())
+		return errors.Join(fmt.Errorf("listen on %s: %w", cfg.Listen, err), closeAll())
 	}
 	rt := newRouter(cfg, store, rcv, log, reg, authn)
 	srv := &http.Server{
@@ -207,7 +211,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
-	return errors.Join(serveErr, closeStore())
+	return errors.Join(serveErr, closeAll())
 }
 
 // security reads the credential and certificate files the config names.

@@ -325,8 +325,8 @@ func TestServeBackpressure(t *testing.T) {
 	t.Logf("overload for %s: offered %.0f samples/s (%d requests, %d not sent: client in-flight cap), accepted %.0f samples/s (%d requests), shed (503 + Retry-After) %d by limit %v, all codes so far %v",
 		elapsed.Round(time.Millisecond), float64(offeredReqs*bpSeries)/elapsed.Seconds(), offeredReqs, skipped,
 		float64(accepted*bpSeries)/elapsed.Seconds(), accepted, shed, whyCopy, codesCopy)
-	t.Logf("memory: peak RSS sampled %.1f MiB, VmHWM %.1f MiB, storage.memory_budget %d MiB (head limit %d samples)",
-		float64(peakRSS.Load())/(1<<20), float64(hwm)/(1<<20), bpRSSBudget>>20, parsed.MaxHeadSamples())
+	t.Logf("memory: peak RSS sampled %.1f MiB, VmHWM %.1f MiB, storage.memory_budget %d MiB (head limit %d samples, %d MiB)",
+		float64(peakRSS.Load())/(1<<20), float64(hwm)/(1<<20), bpRSSBudget>>20, parsed.MaxHeadSamples(), parsed.MaxHeadBytes()>>20)
 	t.Logf("reads under load: %d ok, %d failed, slowest %d ms", readsOK.Load(), readsBad.Load(), readMax.Load())
 
 	if shed == 0 {

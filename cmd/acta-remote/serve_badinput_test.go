@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/zstd"
@@ -33,7 +34,7 @@ import (
 // badCase is one kind of bad input sent to the real router. Bad series are
 // all named bad*, so the test can check that none of them was stored.
 type badCase struct {
-	endpoint string // column in the table: "remote write", "remote read", "OTLP/HTTP", "any"
+	endpoint string // column in the table: "remote write", "remote read", "OTLP/HTTP", "query API", "any"
 	what     string // the bad input, as the table says it
 	method   string // default POST
 	path     string
@@ -80,7 +81,10 @@ func lm(t prompb.LabelMatcher_Type, name, value string) *prompb.LabelMatcher {
 	return &prompb.LabelMatcher{Type: t, Name: name, Value: value}
 }
 
-func otlpGauge(name string, delta bool) []byte {
+func otlpGauge(name string, delta bool) []byte { return otlpPoint(name, delta, 1_000_000_000) }
+
+// otlpPoint is one gauge (or delta sum) data point at ts ns.
+func otlpPoint(name string, delta bool, ts uint64) []byte {
 	md := pmetric.NewMetrics()
 	m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
 	m.SetName(name)
@@ -92,7 +96,7 @@ func otlpGauge(name string, delta bool) []byte {
 	} else {
 		dp = m.SetEmptyGauge().DataPoints().AppendEmpty()
 	}
-	dp.SetTimestamp(pcommon.Timestamp(1_000_000_000))
+	dp.SetTimestamp(pcommon.Timestamp(ts))
 	dp.SetDoubleValue(1)
 	b, _ := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
 	return b
@@ -141,6 +145,10 @@ func badCases() []badCase {
 	}
 	o := func(what string, h map[string]string, body []byte, code int, says string) badCase {
 		return badCase{endpoint: "OTLP/HTTP", what: what, path: "/v1/metrics", header: h, body: body, code: code, says: says}
+	}
+	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	q := func(what, path, body string, code int, says string) badCase {
+		return badCase{endpoint: "query API", what: what, path: path, header: form, body: []byte(body), code: code, says: says}
 	}
 	pb := map[string]string{"Content-Type": "application/x-protobuf"}
 	withEnc := func(enc string) map[string]string {
@@ -195,6 +203,12 @@ func badCases() []badCase {
 			Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Value: 1, Timestamp: 1}}, Metadata: writev2.Metadata{HelpRef: 40}}}}), 400, "out of range"),
 		w("conflicting duplicate sample (same timestamp, other value)", h1, rw1(prompb.TimeSeries{Labels: pbLabelsOf("__name__", "ok_base"),
 			Samples: []prompb.Sample{{Timestamp: 1000, Value: 2}}}), 400, "duplicate"),
+		w("sample 11 minutes ahead of the server's clock", h1, rw1(prompb.TimeSeries{Labels: pbLabelsOf("__name__", "bad_future"),
+			Samples: []prompb.Sample{{Timestamp: time.Now().Add(11 * time.Minute).UnixMilli(), Value: 1}}}), 400, "ahead of the server's clock"),
+		w("nanosecond timestamp sent as milliseconds", h1, rw1(prompb.TimeSeries{Labels: pbLabelsOf("__name__", "bad_ns"),
+			Samples: []prompb.Sample{{Timestamp: time.Now().UnixNano(), Value: 1}}}), 400, "out of bounds"),
+		w("negative timestamp", h1, rw1(prompb.TimeSeries{Labels: pbLabelsOf("__name__", "bad_negative"),
+			Samples: []prompb.Sample{{Timestamp: -1000, Value: 1}}}), 400, "below the oldest timestamp accepted, 0"),
 		w("partial write: one valid, one invalid series", h1, rw1(tsOf("__name__", "ok_partial"), tsOf("job", "bad_partial")), 400, "stored 1 samples of 1 valid series"),
 
 		r("GET instead of POST", nil, 405, "wants POST").withMethod(http.MethodGet),
@@ -219,8 +233,16 @@ func badCases() []badCase {
 		o("corrupt gzip", withEnc("gzip"), []byte("not gzip at all"), 400, "gzip"),
 		o("malformed protobuf", pb, []byte{0x0a, 0x30, 0x0a}, 400, "cannot decode"),
 		o("malformed JSON", map[string]string{"Content-Type": "application/json"}, []byte(`{"resourceMetrics": [`), 400, "cannot decode"),
-		o("delta temporality sum (rejected in partial_success)", pb, otlpGauge("bad_delta", true), 200, "delta temporality is not supported"),
+		o("delta temporality sum (rejected in partial_success)", pb, otlpGauge("bad_delta", true), 200, `delta temporality refused: otlp.delta_temporality is "reject"`),
+		o("data point at time_unix_nano 0 (rejected in partial_success)", pb, otlpPoint("bad_ts0", false, 0), 200, "time_unix_nano is 0 (not set)"),
 
+		q("invalid PromQL", "/api/v1/query", "query=sum(rd", 400, `"errorType":"bad_data","error":"invalid parameter \"query\": 1:7: parse error: unclosed left parenthesis"`),
+		q("end before start", "/api/v1/query_range", "query=rd&start=60&end=0&step=15", 400, `"errorType":"bad_data","error":"invalid parameter \"end\": end timestamp must not be before start time"`),
+		q("more than 11,000 points", "/api/v1/query_range", "query=rd&start=0&end=12000&step=1", 400, `"errorType":"bad_data","error":"exceeded maximum resolution of 11,000 points per timeseries.`),
+		q("unknown matcher type", "/api/v1/series", "match[]={i~%221%22}", 400, `"errorType":"bad_data","error":"invalid parameter \"match[]\": 1:3: parse error: unexpected character inside braces: '~'"`),
+		q("more series than remote_read.max_series_per_query", "/api/v1/query", "query=rd&time=30", 422, `"errorType":"execution","error":"expanding series: selecting series: actastore: query limit exceeded: 10 series match, limit 5`),
+		q("delete_series with query.admin_api_enabled off", "/api/v1/admin/tsdb/delete_series", "match[]=rd", 500, `{"status":"error","errorType":"unavailable","error":"admin APIs disabled"}`),
+		{endpoint: "any", what: "PromQL query without credentials (auth on)", path: "/api/v1/query", header: form, body: []byte("query=rd"), code: 401, says: "missing or invalid credentials", auth: true},
 		{endpoint: "any", what: "no credentials (auth on)", path: "/api/v1/write", header: h1, body: rw1(tsOf("__name__", "bad_auth")), code: 401, says: "missing or invalid credentials", auth: true},
 		{endpoint: "any", what: "wrong bearer token (auth on)", path: "/api/v1/read", header: map[string]string{"Authorization": "Bearer nope"}, body: rr(nil), code: 401, says: "missing or invalid credentials", auth: true},
 		{endpoint: "any", what: "wrong basic password on OTLP (auth on)", path: "/v1/metrics", header: map[string]string{"Content-Type": "application/x-protobuf", "Authorization": "Basic dTpw"}, body: otlpGauge("bad_auth", false), code: 401, says: "missing or invalid credentials", auth: true},
@@ -251,7 +273,7 @@ func TestBadInputsTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log)
+	rcv, err := otlp.New(cfg.OTLP, store, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

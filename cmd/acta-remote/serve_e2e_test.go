@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -148,6 +149,28 @@ func genData(rng *rand.Rand, prefix string, nseries, nsamples int, t0 int64) (da
 	return d, sets
 }
 
+// negZeroStandIn takes the place of -0 in a request until it is
+// marshalled: prompb's generated marshallers (1.0 and 2.0, as Prometheus's
+// own sender uses them) leave out a value that == 0, so a -0 sample would
+// arrive as +0. The stand-in's bytes are replaced by -0's in the body, so
+// -0 is on the wire as protobuf-go and other senders put it.
+var negZeroStandIn = math.Float64frombits(0x8000_5eed_0bad_f00d)
+
+func wireValue(v float64) float64 {
+	if math.Float64bits(v) == 0x8000000000000000 {
+		return negZeroStandIn
+	}
+	return v
+}
+
+// withNegZero puts -0 where the stand-in is in a marshalled request.
+func withNegZero(body []byte) []byte {
+	var from, to [8]byte
+	binary.LittleEndian.PutUint64(from[:], math.Float64bits(negZeroStandIn))
+	binary.LittleEndian.PutUint64(to[:], 0x8000000000000000)
+	return bytes.ReplaceAll(body, from[:], to[:])
+}
+
 // send writes even series as Remote-Write 1.0 and odd ones as 2.0, in
 // requests of at most perReq samples per series.
 func send(t *testing.T, url string, d dataset, sets []labels.Labels, perReq int) {
@@ -163,13 +186,13 @@ func send(t *testing.T, url string, d dataset, sets []labels.Labels, perReq int)
 			if i%2 == 0 {
 				ts := prompb.TimeSeries{Labels: prompb.FromLabels(ls, nil)}
 				for _, s := range ss {
-					ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: s.T, Value: s.V})
+					ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: s.T, Value: wireValue(s.V)})
 				}
 				v1.Timeseries = append(v1.Timeseries, ts)
 			} else {
 				ts := writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(ls, nil)}
 				for _, s := range ss {
-					ts.Samples = append(ts.Samples, writev2.Sample{Timestamp: s.T, Value: s.V})
+					ts.Samples = append(ts.Samples, writev2.Sample{Timestamp: s.T, Value: wireValue(s.V)})
 				}
 				v2.Timeseries = append(v2.Timeseries, ts)
 			}
@@ -177,6 +200,7 @@ func send(t *testing.T, url string, d dataset, sets []labels.Labels, perReq int)
 		v2.Symbols = st.Symbols()
 		b1, _ := v1.Marshal()
 		b2, _ := v2.Marshal()
+		b1, b2 = withNegZero(b1), withNegZero(b2)
 		post(t, url, "application/x-protobuf;proto=prometheus.WriteRequest", b1, "")
 		post(t, url, "application/x-protobuf;proto=io.prometheus.write.v2.Request", b2, strconv.Itoa(len(v2.Timeseries)*(hi-lo)))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/acta-remote/acta-remote/auth"
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/otlp"
+	"github.com/acta-remote/acta-remote/queryapi"
 	"github.com/acta-remote/acta-remote/remoteread"
 	"github.com/acta-remote/acta-remote/remotewrite"
 )
@@ -58,6 +59,11 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 		remotewrite.New(store, writeLimits(cfg.RemoteWrite), log.With("component", "remote_write"), reg)))
 	rt.Handle("/api/v1/read", instrument("read",
 		remoteread.New(store, readLimits(cfg.RemoteRead), log.With("component", "remote_read"), reg)))
+	// The Prometheus query API (PromQL, series, labels, metadata, status,
+	// admin): one route per endpoint, so each is counted apart.
+	for _, qr := range queryapi.New(store, queryOptions(cfg, log, reg)).Routes() {
+		rt.Handle(qr.Path, instrument(qr.Name, qr.Handler))
+	}
 	otlpHandler := instrument("otlp", rcv.Handler())
 	for _, p := range otlp.Paths {
 		rt.Handle(p, otlpHandler)

@@ -26,7 +26,7 @@ func TestRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log)
+	rcv, err := otlp.New(cfg.OTLP, store, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +59,16 @@ func TestRouter(t *testing.T) {
 	f("GET", "/api/v1/read", 405, "POST")
 	f("GET", "/v1/metrics", 405, "")
 	f("GET", "/nope", 404, "")
+	// The query API, one handler label per endpoint; the engine's metrics.
+	f("GET", "/api/v1/query?query=1%2B1&time=10", 200, `{"status":"success","data":{"resultType":"scalar","result":[10,"2"]}}`)
+	f("POST", "/api/v1/labels", 200, `{"status":"success","data":[]}`)
+	f("GET", "/api/v1/label/job/values", 200, `{"status":"success","data":[]}`)
+	f("DELETE", "/api/v1/query", 405, "")
+	f("GET", "/api/v1/status/buildinfo", 200, `"goVersion":"go`)
+	f("GET", "/api/v1/status/flags", 200, `"query.lookback-delta":"5m0s"`)
+	f("GET", "/metrics", 200, `acta_http_requests_total{code="200",handler="query"} 1`)
+	f("GET", "/metrics", 200, `acta_http_requests_total{code="200",handler="label_values"} 1`)
+	f("GET", "/metrics", 200, "prometheus_engine_query_duration_seconds")
 	f("GET", "/metrics", 200, `acta_http_requests_total{code="405",handler="write"} 1`)
 	// What the store registers is served too.
 	f("GET", "/metrics", 200, "acta_store_")
@@ -77,7 +87,7 @@ func TestRouterPprof(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log)
+	rcv, err := otlp.New(cfg.OTLP, store, log, newRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

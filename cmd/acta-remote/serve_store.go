@@ -2,12 +2,18 @@ package main
 
 import (
 	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/config"
+	"github.com/acta-remote/acta-remote/queryapi"
 	"github.com/acta-remote/acta-remote/remoteread"
 	"github.com/acta-remote/acta-remote/remotewrite"
 	"github.com/acta-remote/acta-remote/rotation"
@@ -29,6 +35,9 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 		MaxHeadAge:       s.MaxHeadAge,
 		OutOfOrderWindow: s.OutOfOrderWindow,
 		MaxHeadSamples:   cfg.MaxHeadSamples(),
+		MaxHeadBytes:     cfg.MaxHeadBytes(),
+		MaxFuture:        s.MaxFuture,
+		MinTimestamp:     s.MinTimestamp,
 		MaxOpenFiles:     s.MaxOpenFiles,
 		MaxSeries:        s.MaxSeries,
 		MaxQuerySeries:   cfg.RemoteRead.MaxSeriesPerQuery,
@@ -79,6 +88,65 @@ func readLimits(c config.RemoteReadConfig) remoteread.Limits {
 		MaxQueueWait:       c.MaxQueueWait,
 		MaxBytesPerFrame:   int(c.MaxBytesPerFrame),
 	}
+}
+
+// queryOptions maps the query block onto the query API; the flags and
+// build info it reports are Prometheus's names for the same settings, so
+// tools reading /api/v1/status/flags see what this server does.
+func queryOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) queryapi.Options {
+	q := cfg.Query
+	var retention []string
+	if a := cfg.Rotation.Retention.MaxAge; a != 0 {
+		retention = append(retention, a.String())
+	}
+	if s := cfg.Rotation.Retention.MaxSize; s != 0 {
+		retention = append(retention, s.String())
+	}
+	return queryapi.Options{
+		MaxSamples:    q.MaxSamples,
+		Timeout:       q.Timeout,
+		LookbackDelta: q.LookbackDelta,
+		SubqueryStep:  q.DefaultSubqueryStep,
+		MaxConcurrent: q.MaxConcurrent,
+		MaxQueueWait:  q.MaxQueueWait,
+		EnableAdmin:   q.AdminAPIEnabled,
+		BuildInfo:     buildInfo(),
+		Flags: map[string]string{
+			"query.lookback-delta":  q.LookbackDelta.String(),
+			"query.max-samples":     strconv.Itoa(q.MaxSamples),
+			"query.timeout":         q.Timeout.String(),
+			"query.max-concurrency": strconv.Itoa(q.MaxConcurrent),
+			"web.enable-admin-api":  strconv.FormatBool(q.AdminAPIEnabled),
+			"web.listen-address":    cfg.Listen,
+			"storage.tsdb.path":     cfg.DataDir,
+		},
+		StorageRetention: strings.Join(retention, " or "),
+		Logger:           log.With("component", "query"),
+		Registerer:       reg,
+	}
+}
+
+// buildInfo is /api/v1/status/buildinfo: acta-remote's module version (a
+// tag, or "(devel)" for a local build), the VCS revision when the build
+// recorded one, and the Go version.
+func buildInfo() v1.PrometheusVersion {
+	b := v1.PrometheusVersion{Version: "(devel)", GoVersion: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	if v := bi.Main.Version; v != "" {
+		b.Version = v
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Revision = s.Value
+		case "vcs.time":
+			b.BuildDate = s.Value
+		}
+	}
+	return b
 }
 
 // flushZstdMinRows is the block size from which storage.flush_codec "auto"

@@ -360,8 +360,11 @@ func decodeInts(signed bool, width int, transform uint16, b []byte, count int, b
 		if len(b) < w {
 			return nil, corruptf("delta stream of %d bytes has no %d-byte first value", len(b), w)
 		}
-		if count == 1 && len(b) != w {
-			return nil, corruptf("one-value delta stream has %d bytes, want %d", len(b), w)
+		// One value is stored alone (what we and the reference write) or,
+		// reading §9.4 with §9.2 literally, followed by a bit-packed stream
+		// of no deltas: the single width byte 00.
+		if count == 1 && len(b) != w && !(len(b) == w+1 && b[w] == 0) {
+			return nil, corruptf("one-value delta stream has %d bytes, want %d (or %d ending in width byte 00)", len(b), w, w+1)
 		}
 		cur := r.load(b)
 		var br bitReader

@@ -21,9 +21,12 @@
 //     minimal width when we write them; any width up to 64 is read.
 //   - Frame of reference, delta and delta of delta store their first value
 //     or base at the canonical width (1, 2, 4 or 8 bytes); the first delta of
-//     delta of delta is always an 8-byte int64. Delta of one value is just
-//     the value; an empty stream is empty; delta of delta needs two values.
-//     Every reconstructed value must fit the column's type.
+//     delta of delta is always an 8-byte int64. Delta of one value is
+//     written as just the value (the reference's form); it is also read
+//     followed by the width byte 00 of an empty bit-packed stream, the
+//     literal reading of §9.4 with §9.2. An empty stream is empty; delta of
+//     delta needs two values. Every reconstructed value must fit the
+//     column's type.
 //   - Raw booleans and validity are LSB-first bitmaps with no width byte;
 //     bit-packed booleans use width 1, or 0 when all are false; boolean RLE
 //     is a uint32 run count, run value bits, then bit-packed lengths. Padding
@@ -34,7 +37,9 @@
 //   - With codec none the stored and transformed lengths are equal.
 //     Zstandard output is kept only when it saves at least 8 bytes (§10),
 //     and a decoder never produces more than the declared transformed
-//     length.
+//     length. The stored bytes must be whole zstd frames (skippable frames
+//     included, anywhere): bytes after the last frame are corrupt, as
+//     libzstd and the reference reader treat them.
 package encoding
 
 import "errors"

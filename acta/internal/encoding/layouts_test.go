@@ -42,6 +42,26 @@ func TestLayoutBytes(t *testing.T) {
 	if s := col.Streams[0]; !bytes.Equal(s.Data, []byte{0xef, 0xbe}) {
 		t.Fatalf("one-value delta %x", s.Data)
 	}
+	// It is read in that form and, §9.4 with §9.2 read literally, followed
+	// by an empty bit-packed stream (width byte 00); nothing else follows.
+	for _, tc := range []struct {
+		data []byte
+		ok   bool
+	}{
+		{[]byte{0xef, 0xbe}, true},
+		{[]byte{0xef, 0xbe, 0}, true},
+		{[]byte{0xef, 0xbe, 3}, false},
+		{[]byte{0xef, 0xbe, 0, 0}, false},
+		{[]byte{0xef}, false},
+	} {
+		got, err := decodeInts(false, 2, TransformDelta, tc.data, 1, nil)
+		if tc.ok && (err != nil || !bytes.Equal(got, []byte{0xef, 0xbe})) {
+			t.Fatalf("one-value delta % x: %x, %v", tc.data, got, err)
+		}
+		if !tc.ok && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("one-value delta % x: %v, want ErrCorrupt", tc.data, err)
+		}
+	}
 	// Frame of reference stores the minimum at the canonical width.
 	col = enc(Options{Policy: PolicyFixed, Transform: TransformFrameOfRef}, ClassSigned, 2, fixedVals(2, 0xfffe, 0xffff, 1))
 	if s := col.Streams[0]; !bytes.Equal(s.Data, []byte{0xfe, 0xff, 2, 0b00_11_01_00}) {

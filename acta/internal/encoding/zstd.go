@@ -1,19 +1,17 @@
 package encoding
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"math/bits"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
 
 // Zstandard (spec §10): every stream is an independent standard frame with
-// no dictionary. Encoders are shared per level and decoders per memory cap,
-// because building either costs far more than compressing one small stream.
+// no dictionary. Encoders are shared per level and one decoder serves every
+// stream, because building either costs far more than compressing one small
+// stream.
 
 // zstdEncoder wraps one shared klauspost encoder; EncodeAll is safe for
 // concurrent use.
@@ -64,51 +62,37 @@ func (z *zstdEncoder) encode(dst, src []byte) []byte {
 // that is a lie the input cannot justify.
 const zstdMaxRatio = 128 << 10 / 4
 
-// Decoders are kept per power-of-two memory cap so a frame can never make
-// one decode grow past twice its declared length.
-var zstdDecoders [64]struct {
-	once sync.Once
-	dec  *zstd.Decoder
-}
-
-func zstdDecoderFor(rawLen uint64) *zstd.Decoder {
-	slot := bits.Len64(rawLen)
-	if slot < 20 {
-		slot = 20 // 1 MiB: small caps buy nothing
-	}
-	d := &zstdDecoders[slot]
-	d.once.Do(func() {
-		cap := uint64(1) << uint(slot)
-		window := cap
-		if window > 1<<30 {
-			window = 1 << 30
-		}
-		dec, err := zstd.NewReader(nil,
-			zstd.WithDecoderMaxMemory(cap),
-			zstd.WithDecoderMaxWindow(window),
-			zstd.WithDecoderConcurrency(0))
-		if err != nil {
-			panic("BUG: zstd decoder options rejected: " + err.Error())
-		}
-		d.dec = dec
-	})
-	return d.dec
-}
-
-// streamDecoders decode the rare frame that does not declare its content
-// size, reading into an exactly sized buffer so it cannot grow.
-var streamDecoders = sync.Pool{New: func() any {
+// zstdDecoder is shared by every stream (DecodeAll is safe for concurrent
+// use). WithDecodeAllCapLimit makes DecodeAll stop at the destination's
+// capacity, which zstdDecode sets to the declared length: a frame stating a
+// larger content size is refused before anything is allocated. A frame
+// that states none and decodes past the declared length is refused one
+// block later, after the buffer has grown once: such a corrupt stream costs
+// at most about 2.25 times its declared length for a moment
+// (TestZstdOverlongFrameBound), which the budget has already bounded.
+// DecodeAll writes into that one buffer and keeps no separate window, so a
+// frame's window size costs no memory and any window is accepted, as
+// libzstd's one-shot decompression (the reference reader's) accepts it.
+var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 	dec, err := zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(8<<20))
+		zstd.WithDecoderMaxMemory(1<<40),
+		zstd.WithDecoderMaxWindow(1<<40),
+		zstd.WithDecodeAllCapLimit(true),
+		zstd.WithDecoderConcurrency(0))
 	if err != nil {
 		panic("BUG: zstd decoder options rejected: " + err.Error())
 	}
 	return dec
-}}
+})
 
 // zstdDecode decompresses one stream to exactly rawLen bytes, charging the
 // budget before allocating them.
+//
+// The stored bytes must be consumed exactly by whole frames (§10: standard
+// frames; libzstd and the reference reader refuse anything after the last
+// one). DecodeAll walks every frame of its input and fails on bytes that do
+// not start one, so trailing bytes are corrupt, while skippable frames,
+// which are standard frames, are accepted anywhere.
 func zstdDecode(src []byte, rawLen uint64, budget *Budget) ([]byte, error) {
 	if rawLen > uint64(len(src))*zstdMaxRatio {
 		return nil, corruptf("zstd stream of %d bytes cannot expand to %d", len(src), rawLen)
@@ -126,39 +110,14 @@ func zstdDecode(src []byte, rawLen uint64, budget *Budget) ([]byte, error) {
 	if err := budget.Charge(int64(rawLen)); err != nil {
 		return nil, err
 	}
-	dst := make([]byte, 0, rawLen)
-	var out []byte
-	var err error
-	if h.HasFCS {
-		out, err = zstdDecoderFor(rawLen).DecodeAll(src, dst)
-	} else {
-		out, err = decodeStreaming(src, dst[:rawLen])
-	}
-	if err != nil {
+	out, err := zstdDecoder().DecodeAll(src, make([]byte, 0, rawLen))
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return nil, corruptf("zstd stream decodes past its declared %d bytes", rawLen)
+	case err != nil:
 		return nil, corruptf("zstd: %v", err)
-	}
-	if uint64(len(out)) != rawLen {
+	case uint64(len(out)) != rawLen:
 		return nil, corruptf("zstd stream decodes to %d bytes, declares %d", len(out), rawLen)
 	}
 	return out, nil
-}
-
-func decodeStreaming(src, dst []byte) ([]byte, error) {
-	dec := streamDecoders.Get().(*zstd.Decoder)
-	defer streamDecoders.Put(dec)
-	if err := dec.Reset(bytes.NewReader(src)); err != nil {
-		return nil, err
-	}
-	n, err := io.ReadFull(dec, dst)
-	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return dst[:n], nil // the length check names the shortfall
-		}
-		return nil, err
-	}
-	var one [1]byte
-	if m, _ := dec.Read(one[:]); m != 0 {
-		return nil, errors.New("frame decodes past the declared length")
-	}
-	return dst, nil
 }

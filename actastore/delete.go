@@ -1,0 +1,356 @@
+package actastore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/acta-remote/acta-remote/acta"
+	"github.com/acta-remote/acta-remote/rotation"
+)
+
+// Deletion (the query API's delete_series): the samples of matching series
+// in a range go, from the head and from the files, durably.
+//
+// The order makes it survive kill -9 at any moment. First a tombstone per
+// series (ref, mint, maxt) goes to the WAL and is fsynced: from then on the
+// deletion happens whatever follows. The heads lose the range, then each
+// file is deleted (wholly in the range) or rewritten without it (rotation.
+// Rewrite: temp, fsync, validate, rename). A series left with nothing is
+// removed from the index and the catalog. WAL truncation waits for all of
+// it (truncMu), so a tombstone is in the WAL until its files are done; a
+// restart replays it, drops the range from the replayed heads, and applies
+// it to the files again (idempotent).
+
+// tombstone is one deleted range of one series, ms inclusive.
+type tombstone struct {
+	Ref        uint64
+	Mint, Maxt int64
+}
+
+// appendTombstonesRecord encodes one record:
+//
+//	type=8 | count uvarint | count × (ref uint64 LE | mint varint | maxt varint)
+func appendTombstonesRecord(dst []byte, ts []tombstone) []byte {
+	dst = append(dst, recTombstones)
+	dst = binary.AppendUvarint(dst, uint64(len(ts)))
+	for _, t := range ts {
+		dst = binary.LittleEndian.AppendUint64(dst, t.Ref)
+		dst = binary.AppendVarint(dst, t.Mint)
+		dst = binary.AppendVarint(dst, t.Maxt)
+	}
+	return dst
+}
+
+func decodeTombstonesRecord(rec []byte, fn func(tombstone) error) error {
+	n, k := binary.Uvarint(rec[1:])
+	if k <= 0 || n > uint64(len(rec))/10 {
+		return fmt.Errorf("%w: tombstone count", errRecord)
+	}
+	src := rec[1+k:]
+	for i := uint64(0); i < n; i++ {
+		if len(src) < 8 {
+			return fmt.Errorf("%w: tombstone %d cut short", errRecord, i)
+		}
+		t := tombstone{Ref: binary.LittleEndian.Uint64(src)}
+		var k1, k2 int
+		t.Mint, k1 = binary.Varint(src[8:])
+		if k1 <= 0 {
+			return fmt.Errorf("%w: tombstone %d", errRecord, i)
+		}
+		t.Maxt, k2 = binary.Varint(src[8+k1:])
+		if k2 <= 0 {
+			return fmt.Errorf("%w: tombstone %d", errRecord, i)
+		}
+		src = src[8+k1+k2:]
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	if len(src) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes in tombstone record", errRecord, len(src))
+	}
+	return nil
+}
+
+// DeleteSeries deletes the samples of every kind, and the exemplars, of
+// the series matching ms in [mint, maxt] (ms, inclusive; math.MinInt64 and
+// math.MaxInt64 for all time), durably before it returns. A series left
+// without data is removed (from the index, the catalog and every read).
+// It returns how many series matched. Files wholly in the range are
+// deleted; the others are rewritten without it.
+func (s *Store) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) (int, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	if err := ctxErr(ctx); err != nil {
+		return 0, err
+	}
+	if mint > maxt {
+		return 0, nil
+	}
+	list := s.matchSeries(ms)
+	if len(list) == 0 {
+		return 0, nil
+	}
+	s.truncMu.Lock() // until the files are done: the tombstones stay in the WAL
+	ts := make([]tombstone, len(list))
+	for i, m := range list {
+		ts[i] = tombstone{Ref: m.ref, Mint: mint, Maxt: maxt}
+	}
+	var recs [][]byte
+	for len(ts) > 0 {
+		n := min(len(ts), maxRecordPayload/30)
+		recs = append(recs, appendTombstonesRecord(nil, ts[:n]))
+		ts = ts[n:]
+	}
+	s.appendMu.RLock()
+	pos, err := s.wal.Append(recs...)
+	if err == nil {
+		err = s.wal.Sync(pos)
+	}
+	s.appendMu.RUnlock()
+	if err != nil {
+		s.truncMu.Unlock()
+		return 0, fmt.Errorf("delete series: write tombstones to the WAL: %w", err)
+	}
+	var errs []error
+	var emptied []*memSeries
+	for _, m := range list {
+		if err := s.deleteRange(m, mint, maxt); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		emptied = append(emptied, m)
+	}
+	s.truncMu.Unlock()
+	_, rerr := s.removeSeries(emptied) // those left without data
+	return len(list), errors.Join(append(errs, rerr)...)
+}
+
+// deleteRange drops [mint, maxt] of one series from its heads, exemplars
+// and files (its flush lock held, so no flush writes meanwhile).
+func (s *Store) deleteRange(ms *memSeries, mint, maxt int64) error {
+	mu := s.flushLock(ms)
+	mu.Lock()
+	defer mu.Unlock()
+	ms.mu.Lock()
+	s.dropHeadRange(ms, mint, maxt)
+	ms.mu.Unlock()
+	return errors.Join(deleteFromFiles(s, floats, ms, mint, maxt), deleteFromFiles(s, histograms, ms, mint, maxt),
+		s.deleteExemplars(ms, mint, maxt))
+}
+
+// dropHeadRange removes [mint, maxt] from every head of ms (mu held).
+func (s *Store) dropHeadRange(ms *memSeries, mint, maxt int64) {
+	had := ms.hasHeadLocked()
+	dropTrackRange(s, floats, &ms.floats, mint, maxt)
+	if ms.hists != nil {
+		dropTrackRange(s, histograms, ms.hists, mint, maxt)
+	}
+	if ms.ex != nil {
+		ms.ex.kept = slices.DeleteFunc(ms.ex.kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
+		ms.ex.unflushed = min(ms.ex.unflushed, len(ms.ex.kept))
+	}
+	if had && !ms.hasHeadLocked() {
+		s.hd.series.Add(-1)
+	}
+}
+
+func dropTrackRange[S any](s *Store, k kind[S], tr *track[S], mint, maxt int64) {
+	var n, b int64
+	tr.head = slices.DeleteFunc(tr.head, func(smp S) bool {
+		if t := k.ts(smp); t >= mint && t <= maxt {
+			n++
+			b += k.size(smp)
+			return true
+		}
+		return false
+	})
+	if len(tr.head) == 0 {
+		tr.head = nil
+	}
+	if last, ok := tr.lastFlushed(); ok && k.ts(last) >= mint && k.ts(last) <= maxt {
+		tr.clearLast()
+	}
+	s.hd.added(-n, -b)
+}
+
+// deleteFromFiles applies a deleted range to the track's files (the
+// series' flush lock held).
+func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) error {
+	ms.mu.Lock()
+	tr := k.track(ms, false)
+	if tr == nil {
+		ms.mu.Unlock()
+		return nil
+	}
+	spans := filesInRange(tr, mint, maxt)
+	ms.mu.Unlock()
+	var errs []error
+	for _, f := range spans {
+		path := filePath(s.dir, k, ms.ref, f.start)
+		gone, changed, err := rewriteWithout(s, k, ms, path, mint, maxt)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete from %s: %w", path, err))
+			continue
+		}
+		if !changed {
+			continue
+		}
+		ms.mu.Lock()
+		if gone {
+			dropFile(tr, f.start)
+		} else if slices.Index(tr.files, f.start) == len(tr.files)-1 {
+			// The newest file changed: its newest sample is read again
+			// when needed.
+			tr.clearLast()
+			tr.fileMaxKnown = false
+		}
+		tr.forgetFileMin(f.start)
+		ms.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// rewriteWithout rewrites one file without the samples in [mint, maxt], or
+// deletes it when nothing else is left. changed is false when it held none.
+func rewriteWithout[S any](s *Store, k kind[S], ms *memSeries, path string, mint, maxt int64) (gone, changed bool, err error) {
+	r, err := acta.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	var keep []S
+	hit := false
+	for i, bi := range r.Blocks() {
+		if bi.Rows == 0 {
+			continue
+		}
+		b, err := r.ReadBlock(i)
+		if err != nil {
+			r.Close()
+			return false, false, err
+		}
+		all, err := k.decode(nil, r.Schema(), b, math.MinInt64, math.MaxInt64)
+		if err != nil {
+			r.Close()
+			return false, false, err
+		}
+		for _, smp := range all {
+			if t := k.ts(smp); t >= mint && t <= maxt {
+				hit = true
+			} else {
+				keep = append(keep, smp)
+			}
+		}
+	}
+	r.Close()
+	if !hit {
+		return false, false, nil
+	}
+	s.writers.forget(fileKey{ref: ms.ref, kind: k.id()}, path)
+	if len(keep) == 0 {
+		if _, err := s.removeFile(k, ms, path); err != nil {
+			return false, false, err
+		}
+		return true, true, nil
+	}
+	// Stable: the file's order decides among equal timestamps, as reads do.
+	slices.SortStableFunc(keep, func(a, b S) int { return cmpInt64(k.ts(a), k.ts(b)) })
+	keep = dedupeSorted(k, keep)
+	rows := k.maxBlockRows(s.fo)
+	var batches []*acta.Batch
+	for lo := 0; lo < len(keep); lo += rows {
+		b, err := k.batch(keep[lo:min(lo+rows, len(keep))], false)
+		if err != nil {
+			return false, false, err
+		}
+		batches = append(batches, b)
+	}
+	co := s.opts.Compaction
+	_, err = rotation.Rewrite(path, compactTmpPath(path), k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel})
+	s.readers.invalidate(path)
+	if err != nil {
+		return false, false, err
+	}
+	s.maint.forget(path)
+	return false, true, nil
+}
+
+// deleteExemplars drops [mint, maxt] from the series' exemplar file by
+// rewriting it with what is kept (its flush lock held).
+func (s *Store) deleteExemplars(ms *memSeries, mint, maxt int64) error {
+	ms.mu.Lock()
+	has := ms.ex != nil
+	ms.mu.Unlock()
+	if !has {
+		return nil
+	}
+	s.loadExemplars(ms)
+	ms.mu.Lock()
+	ms.ex.kept = slices.DeleteFunc(ms.ex.kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
+	kept := slices.Clone(ms.ex.kept)
+	ms.ex.unflushed = 0
+	ms.ex.fileRows = len(kept)
+	ms.mu.Unlock()
+	path := exemplarFilePath(s.dir, ms.ref)
+	s.writers.forget(fileKey{ref: ms.ref, kind: exemplarFileKind}, path)
+	if len(kept) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		ms.mu.Lock()
+		ms.ex = nil
+		ms.mu.Unlock()
+		return nil
+	}
+	return writeActaFileAtomic(path, exemplarSchema, exemplarBatch(kept), exemplarWriterOptions)
+}
+
+// tombstone (replay) drops a deleted range from the replayed heads, and
+// keeps it to apply to the files once they are attached.
+func (rp *replayer) tombstone(t tombstone) error {
+	ms := rp.s.reg.byRef[t.Ref]
+	if ms == nil {
+		return nil
+	}
+	rp.s.dropHeadRange(ms, t.Mint, t.Maxt)
+	rp.s.tombstones = append(rp.s.tombstones, t)
+	return nil
+}
+
+// applyTombstones applies the deletions replayed from the WAL to the files
+// (a deletion interrupted by a crash finishes here; a finished one finds
+// nothing left to do) and removes the series they emptied.
+func (s *Store) applyTombstones() error {
+	var errs []error
+	var emptied []*memSeries
+	for _, t := range s.tombstones {
+		ms := s.reg.byRef[t.Ref]
+		if ms == nil {
+			continue
+		}
+		if err := errors.Join(deleteFromFiles(s, floats, ms, t.Mint, t.Maxt), deleteFromFiles(s, histograms, ms, t.Mint, t.Maxt),
+			s.deleteExemplars(ms, t.Mint, t.Maxt)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		emptied = append(emptied, ms)
+	}
+	s.tombstones = nil
+	if len(emptied) > 0 {
+		if _, err := s.removeSeries(emptied); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,172 @@
+package actastore
+
+import (
+	"container/list"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/acta-remote/acta-remote/acta"
+)
+
+// readerCache keeps series file readers open between reads (Select, and
+// duplicate detection's look-ups): opening a file costs the discovery of
+// every frame header, which a query over thousands of series would
+// otherwise pay per series per query. It is bounded by count (file
+// descriptors) and by the bytes the readers' block indexes hold, least
+// recently used first out.
+//
+// A reader is shared (acta readers allow concurrent ReadBlock). When a file
+// changes — a flush appended a block, compaction or a deletion replaced
+// it, retention removed it — the store invalidates its path before the
+// change becomes visible in memory (a flush clears its flushing buffer only
+// after), so a read that finds the data gone from memory also finds a fresh
+// reader; holders of the old one keep reading its snapshot, closed once
+// the last lets go.
+type readerCache struct {
+	maxOpen  int
+	maxBytes int64
+
+	mu    sync.Mutex
+	ll    *list.List // of *cachedReader, most recent at the front
+	m     map[string]*list.Element
+	bytes int64
+	// gens counts invalidations, striped by path hash: a reader opened
+	// while its path was invalidated may hold the old snapshot, so it is
+	// used once and not cached.
+	gens [256]uint64
+
+	hits, misses, evictions atomic.Int64
+}
+
+type cachedReader struct {
+	path  string
+	r     *acta.Reader
+	bytes int64
+	refs  int  // guarded by readerCache.mu
+	stale bool // out of the cache: close when refs drop to 0
+}
+
+// readerIndexBytes estimates what an open reader holds: its block index
+// (two copies of ~80 bytes a block) plus a fixed part (schema, file).
+func readerIndexBytes(r *acta.Reader) int64 { return 512 + 160*int64(len(r.Blocks())) }
+
+func newReaderCache(maxOpen int, maxBytes int64) *readerCache {
+	return &readerCache{maxOpen: maxOpen, maxBytes: maxBytes, ll: list.New(), m: make(map[string]*list.Element)}
+}
+
+// open returns a reader of path and the function that gives it back. A
+// nil cache opens a fresh reader every time (tools that read a directory
+// another process writes: ReadOnly).
+func (c *readerCache) open(path string) (*acta.Reader, func(), error) {
+	if c == nil || c.maxOpen <= 0 {
+		r, err := acta.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, func() { r.Close() }, nil
+	}
+	c.mu.Lock()
+	if el, ok := c.m[path]; ok {
+		cr := el.Value.(*cachedReader)
+		cr.refs++
+		c.ll.MoveToFront(el)
+		c.mu.Unlock()
+		c.hits.Add(1)
+		return cr.r, func() { c.release(cr) }, nil
+	}
+	g := &c.gens[xxhash.Sum64String(path)%uint64(len(c.gens))]
+	gen := *g
+	c.mu.Unlock()
+	c.misses.Add(1)
+	r, err := acta.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	cr := &cachedReader{path: path, r: r, bytes: readerIndexBytes(r), refs: 1}
+	c.mu.Lock()
+	if *g != gen {
+		// Invalidated while it was being opened: its snapshot may predate
+		// the change.
+		c.mu.Unlock()
+		return r, func() { r.Close() }, nil
+	}
+	if el, ok := c.m[path]; ok {
+		// Another read opened it meanwhile: use the cached one.
+		old := el.Value.(*cachedReader)
+		old.refs++
+		c.mu.Unlock()
+		r.Close()
+		return old.r, func() { c.release(old) }, nil
+	}
+	c.m[path] = c.ll.PushFront(cr)
+	c.bytes += cr.bytes
+	c.evictLocked()
+	c.mu.Unlock()
+	return r, func() { c.release(cr) }, nil
+}
+
+func (c *readerCache) release(cr *cachedReader) {
+	c.mu.Lock()
+	cr.refs--
+	closeIt := cr.stale && cr.refs == 0
+	c.mu.Unlock()
+	if closeIt {
+		cr.r.Close()
+	}
+}
+
+// evictLocked drops least recently used readers beyond the bounds.
+func (c *readerCache) evictLocked() {
+	for c.ll.Len() > c.maxOpen || (c.maxBytes > 0 && c.bytes > c.maxBytes && c.ll.Len() > 1) {
+		c.dropLocked(c.ll.Back())
+		c.evictions.Add(1)
+	}
+}
+
+func (c *readerCache) dropLocked(el *list.Element) {
+	cr := el.Value.(*cachedReader)
+	c.ll.Remove(el)
+	delete(c.m, cr.path)
+	c.bytes -= cr.bytes
+	cr.stale = true
+	if cr.refs == 0 {
+		cr.r.Close()
+	}
+}
+
+// invalidate drops the reader of a file that changed.
+func (c *readerCache) invalidate(path string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.gens[xxhash.Sum64String(path)%uint64(len(c.gens))]++
+	if el, ok := c.m[path]; ok {
+		c.dropLocked(el)
+	}
+	c.mu.Unlock()
+}
+
+// stats is the number of cached readers and the bytes they hold.
+func (c *readerCache) stats() (int, int64) {
+	if c == nil {
+		return 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len(), c.bytes
+}
+
+// closeAll closes every reader no one holds (at Close).
+func (c *readerCache) closeAll() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	for c.ll.Len() > 0 {
+		c.dropLocked(c.ll.Back())
+	}
+	c.mu.Unlock()
+}

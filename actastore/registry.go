@@ -1,0 +1,253 @@
+package actastore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// registry is the set of series: refs, label sets, the label index, and
+// what is not in the catalog yet. Its mu guards every field but num.
+type registry struct {
+	mu    sync.RWMutex
+	byRef map[uint64]*memSeries
+	// moved are series whose ref is not their label hash (a hash
+	// collision gave them the next free ref), by label hash. Nearly
+	// always empty: a lookup tries byRef[hash] first.
+	moved map[uint64][]*memSeries
+	ix    *index
+	// pending are series not yet in the catalog; they are written there
+	// before WAL truncation.
+	pending []*memSeries
+	// deleted are series the catalog says were removed, with when (ms). At
+	// replay, a WAL definition of one created before that is the removed
+	// series' (skipped), and samples without a live definition are
+	// dropped: they were expired or deleted.
+	deleted map[uint64]int64
+	num     atomic.Int64
+}
+
+func newRegistry() *registry {
+	return &registry{byRef: make(map[uint64]*memSeries), moved: make(map[uint64][]*memSeries),
+		ix: newIndex(), deleted: make(map[uint64]int64)}
+}
+
+// addLocked registers a series under a known ref (from the catalog or the
+// WAL); an existing ref is returned as is. Called with mu held or before
+// the store is shared.
+func (r *registry) addLocked(ref uint64, lset labels.Labels, created int64) *memSeries {
+	if ms, ok := r.byRef[ref]; ok {
+		return ms
+	}
+	ms := newMemSeries(ref, lset, created)
+	r.byRef[ref] = ms
+	if h := hashLabels(appendCanonicalLabels(nil, lset)); h != ref {
+		r.moved[h] = append(r.moved[h], ms)
+	}
+	r.ix.add(ms)
+	r.num.Add(1)
+	return ms
+}
+
+// removeLocked takes a series out of the maps and the index. Called with
+// mu held or before the store is shared.
+func (r *registry) removeLocked(ms *memSeries) {
+	if r.byRef[ms.ref] != ms {
+		return
+	}
+	delete(r.byRef, ms.ref)
+	if h := hashLabels(appendCanonicalLabels(nil, ms.lset)); h != ms.ref {
+		r.moved[h] = slices.DeleteFunc(r.moved[h], func(o *memSeries) bool { return o == ms })
+		if len(r.moved[h]) == 0 {
+			delete(r.moved, h)
+		}
+	}
+	r.pending = slices.DeleteFunc(r.pending, func(o *memSeries) bool { return o == ms })
+	r.ix.remove(ms)
+	r.num.Add(-1)
+}
+
+// lookupLocked finds the series with exactly lset among those whose labels
+// hash to h.
+func (r *registry) lookupLocked(h uint64, lset labels.Labels) *memSeries {
+	if ms := r.byRef[h]; ms != nil && labels.Equal(ms.lset, lset) {
+		return ms
+	}
+	for _, ms := range r.moved[h] {
+		if labels.Equal(ms.lset, lset) {
+			return ms
+		}
+	}
+	return nil
+}
+
+// lookupPairsLocked finds a series by its label pairs as a receiver sent
+// them (SeriesData.LabelPairs), without building labels: when they came
+// sorted, uvarint(count) followed by the pairs is exactly the series'
+// canonical encoding, so its hash is the series' ref (or, after a
+// collision, a key of moved). The match is verified against the stored
+// labels byte for byte. Unsorted pairs are not found here.
+func (r *registry) lookupPairsLocked(pairs []byte) *memSeries {
+	n, ok := countPairs(pairs)
+	if !ok {
+		return nil
+	}
+	var d xxhash.Digest
+	d.Reset()
+	var cnt [binary.MaxVarintLen64]byte
+	d.Write(cnt[:binary.PutUvarint(cnt[:], uint64(n))])
+	d.Write(pairs)
+	h := d.Sum64()
+	if h == 0 {
+		h = 1
+	}
+	if ms := r.byRef[h]; ms != nil && pairsEqual(pairs, ms.lset) {
+		return ms
+	}
+	for _, ms := range r.moved[h] {
+		if pairsEqual(pairs, ms.lset) {
+			return ms
+		}
+	}
+	return nil
+}
+
+// countPairs counts the labels of a LabelPairs encoding; ok is false when
+// it is malformed.
+func countPairs(pairs []byte) (int, bool) {
+	n := 0
+	for len(pairs) > 0 {
+		for range 2 {
+			l, k := binary.Uvarint(pairs)
+			if k <= 0 || l > uint64(len(pairs)-k) {
+				return 0, false
+			}
+			pairs = pairs[k+int(l):]
+		}
+		n++
+	}
+	return n, true
+}
+
+// pairsEqual reports whether a LabelPairs encoding holds exactly lset, in
+// its order.
+func pairsEqual(pairs []byte, lset labels.Labels) bool {
+	eq := true
+	lset.Range(func(l labels.Label) {
+		if !eq {
+			return
+		}
+		var name, value []byte
+		if name, pairs, eq = nextBytes(pairs); !eq {
+			return
+		}
+		if value, pairs, eq = nextBytes(pairs); !eq {
+			return
+		}
+		eq = string(name) == l.Name && string(value) == l.Value
+	})
+	return eq && len(pairs) == 0
+}
+
+func nextBytes(src []byte) ([]byte, []byte, bool) {
+	l, k := binary.Uvarint(src)
+	if k <= 0 || l > uint64(len(src)-k) {
+		return nil, nil, false
+	}
+	return src[k : k+int(l)], src[k+int(l):], true
+}
+
+// newRefLocked picks the ref of a new series with label hash h: h itself,
+// or after a collision the next value not taken (0 is never used).
+func (r *registry) newRefLocked(h uint64) uint64 {
+	ref := h
+	for {
+		if _, taken := r.byRef[ref]; !taken && ref != 0 {
+			return ref
+		}
+		ref++
+	}
+}
+
+// live is a snapshot of every series.
+func (r *registry) live() []*memSeries {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.ix.live()
+}
+
+// get returns the series of ref, or nil.
+func (r *registry) get(ref uint64) *memSeries {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byRef[ref]
+}
+
+// resolver turns a SeriesData's labels into a series, creating it (not yet
+// durable: the batch's WAL write makes it so) when new. It keeps its
+// scratch across the series of one batch.
+type resolver struct {
+	r         *registry
+	maxSeries int
+	now       func() int64 // ms
+	log       *slog.Logger
+	canon     []byte
+	sb        labels.ScratchBuilder
+	sorted    int // label sets sorted into canonical order
+}
+
+// resolve returns the series of d. On refusal it returns the rejection
+// reason and an error wrapping ErrInvalidSeries or ErrTooManySeries.
+func (rs *resolver) resolve(d *SeriesData) (*memSeries, string, error) {
+	lset := d.Labels
+	if lset.IsEmpty() && len(d.LabelPairs) > 0 {
+		rs.r.mu.RLock()
+		ms := rs.r.lookupPairsLocked(d.LabelPairs)
+		rs.r.mu.RUnlock()
+		if ms != nil {
+			return ms, "", nil
+		}
+		var err error
+		if lset, err = labelsFromPairs(&rs.sb, d.LabelPairs); err != nil {
+			return nil, ReasonInvalidSeries, err
+		}
+	}
+	lset, sorted, err := canonicalLabels(lset)
+	if err != nil {
+		return nil, ReasonInvalidSeries, err
+	}
+	if sorted || (len(d.LabelPairs) > 0 && !pairsEqual(d.LabelPairs, lset)) {
+		rs.sorted++
+	}
+	rs.canon = appendCanonicalLabels(rs.canon[:0], lset)
+	h := hashLabels(rs.canon)
+	rs.r.mu.RLock()
+	ms := rs.r.lookupLocked(h, lset)
+	rs.r.mu.RUnlock()
+	if ms != nil {
+		return ms, "", nil
+	}
+	r := rs.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ms := r.lookupLocked(h, lset); ms != nil {
+		return ms, "", nil
+	}
+	if rs.maxSeries > 0 && len(r.byRef) >= rs.maxSeries {
+		return nil, ReasonTooManySeries, fmt.Errorf("%w: %d series stored, limit %d; refused %s", ErrTooManySeries, len(r.byRef), rs.maxSeries, lset)
+	}
+	ref := r.newRefLocked(h)
+	if ref != h {
+		rs.log.Warn("series label hash collision", "hash", fmt.Sprintf("%016x", h), "ref", fmt.Sprintf("%016x", ref), "labels", lset.String())
+	}
+	// Keep our own copy: the caller may reuse the label set's memory.
+	ms = r.addLocked(ref, lset.Copy(), rs.now())
+	r.pending = append(r.pending, ms)
+	return ms, "", nil
+}

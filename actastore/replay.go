@@ -1,0 +1,366 @@
+package actastore
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/acta-remote/acta-remote/actastore/wal"
+	"github.com/acta-remote/acta-remote/durable"
+)
+
+// Start-up: what Open does before the store is shared, in this order —
+// the catalog (catalog.go), the files of every kind (scanFiles), the WAL
+// into the heads (replayWAL; then the WAL of a data directory written
+// before the one-WAL layout, replayLegacyHistWAL), the files attached to
+// their series, torn tails cut (repairTornFiles) and samples already in
+// files dropped from the heads (dedupeReplayed). The registry's lock is
+// not taken: nothing else sees the store yet.
+
+// scannedFiles are the files found at start-up: starts by ref, per kind.
+type scannedFiles struct {
+	starts    [numKinds]map[uint64][]int64
+	exemplars []uint64 // refs with an exemplar file
+}
+
+// scanFiles lists the series files of every kind, removes leftover
+// temporary files, and renames pre-rotation histogram files
+// (histograms/<ab>/<ref>.acta) to <ref>-<first sample>.acta.
+func (s *Store) scanFiles() (*scannedFiles, error) {
+	sf := &scannedFiles{}
+	for i := range sf.starts {
+		sf.starts[i] = make(map[uint64][]int64)
+	}
+	for _, kd := range []struct {
+		id  kindID
+		dir string
+	}{{kindFloat, floats.dir()}, {kindHistogram, histograms.dir()}} {
+		root := filepath.Join(s.dir, kd.dir)
+		shards, err := os.ReadDir(root)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", root, err)
+		}
+		for _, sh := range shards {
+			if !sh.IsDir() || len(sh.Name()) != 2 {
+				continue
+			}
+			sdir := filepath.Join(root, sh.Name())
+			ents, err := os.ReadDir(sdir)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", sdir, err)
+			}
+			renamed := false
+			for _, e := range ents {
+				name := e.Name()
+				switch {
+				case filepath.Ext(name) == tmpSuffix:
+					os.Remove(filepath.Join(sdir, name))
+					continue
+				case kd.id == kindHistogram && isExemplarFileName(name):
+					if ref, err := strconv.ParseUint(name[:16], 16, 64); err == nil {
+						sf.exemplars = append(sf.exemplars, ref)
+					}
+					continue
+				case kd.id == kindHistogram && isLegacyHistFileName(name):
+					ref, start, ok, err := s.renameLegacyHistFile(sdir, name)
+					if err != nil {
+						return nil, err
+					}
+					if ok {
+						sf.starts[kd.id][ref] = append(sf.starts[kd.id][ref], start)
+						renamed = true
+					}
+					continue
+				}
+				if ref, start, ok := parseSeriesFileName(name); ok {
+					sf.starts[kd.id][ref] = append(sf.starts[kd.id][ref], start)
+				}
+			}
+			if renamed {
+				if err := durable.SyncDir(sdir); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, m := range sf.starts {
+		for ref, starts := range m {
+			slices.Sort(starts)
+			m[ref] = slices.Compact(starts)
+		}
+	}
+	return sf, nil
+}
+
+// attachFiles records each series' files; files without a known series
+// (impossible unless the catalog and WAL were lost) are logged and ignored.
+func (s *Store) attachFiles(sf *scannedFiles) {
+	attach := func(id kindID, ref uint64, starts []int64) {
+		ms := s.reg.byRef[ref]
+		if ms == nil {
+			s.log.Warn("series file without a catalog entry, ignored", "ref", fmt.Sprintf("%016x", ref), "kind", id)
+			return
+		}
+		switch id {
+		case kindFloat:
+			ms.floats.files, ms.floats.fileMaxKnown = starts, false
+		case kindHistogram:
+			tr := histograms.track(ms, true)
+			tr.files, tr.fileMaxKnown = starts, false
+		}
+	}
+	for id, m := range sf.starts {
+		for ref, starts := range m {
+			attach(kindID(id), ref, starts)
+		}
+	}
+	for _, ref := range sf.exemplars {
+		if ms := s.reg.byRef[ref]; ms != nil {
+			ms.exemplarsLocked() // read when first needed
+		}
+	}
+}
+
+// replayWAL restores the heads, exemplars and metadata from the WAL: series
+// records define series (those not yet in the catalog become pending),
+// sample records of every kind go into the heads with the segment they came
+// from, so WAL truncation keeps those segments until they are flushed.
+// Exact duplicates and conflicting repeats are dropped as in Commit; the
+// window and bound checks are skipped, since these were accepted once. A
+// torn WAL tail is cut by wal.Replay; corruption before the tail fails Open.
+func (s *Store) replayWAL() error {
+	dir := filepath.Join(s.dir, walDirName)
+	rp := replayer{s: s, nowNs: s.now().UnixNano()}
+	st, err := wal.Replay(dir, func(seg int, p []byte) error {
+		switch p[0] {
+		case recSeries:
+			return decodeSeriesRecord(&rp.lb, p, func(r seriesRec) error { return rp.define(r, seg) })
+		case recSamples:
+			var err error
+			rp.fs, err = decodeSamplesRecord(floats, p, rp.fs, func(ref uint64, ss []Sample) error {
+				return replaySamples(&rp, floats, int32(seg), ref, ss)
+			})
+			return err
+		case recHistograms:
+			var err error
+			rp.hs, err = decodeSamplesRecord(histograms, p, rp.hs, func(ref uint64, hs []HistogramSample) error {
+				return replaySamples(&rp, histograms, int32(seg), ref, hs)
+			})
+			return err
+		case recExemplars:
+			return decodeExemplarsRecord(&rp.lb, p, func(ref uint64, es []Exemplar) error { return rp.exemplars(int32(seg), ref, es) })
+		case recMetadata:
+			return decodeMetadataRecord(p, func(m NamedMetadata) { s.md.set([]NamedMetadata{m}) })
+		case recTombstones:
+			return decodeTombstonesRecord(p, rp.tombstone)
+		default:
+			return fmt.Errorf("unknown WAL record type %d in segment %08d", p[0], seg)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("replay WAL: %w", err)
+	}
+	if st.TornBytes > 0 {
+		s.log.Warn("cut torn WAL tail", "bytes", st.TornBytes)
+	}
+	s.replayedSamples += rp.replayed
+	return nil
+}
+
+// replayer is the state of one WAL replay.
+type replayer struct {
+	s        *Store
+	nowNs    int64
+	lb       labels.ScratchBuilder
+	fs       []Sample
+	hs       []HistogramSample
+	replayed int
+	legacy   bool // replaying the pre-one-WAL histogram WAL
+}
+
+func (rp *replayer) define(r seriesRec, seg int) error {
+	reg := rp.s.reg
+	ms := reg.byRef[r.Ref]
+	if at, deleted := reg.deleted[r.Ref]; ms == nil && deleted && r.Created < at {
+		return nil // the definition of a series removed since
+	}
+	if ms == nil {
+		ms = reg.addLocked(r.Ref, r.Labels, r.Created)
+		reg.pending = append(reg.pending, ms)
+	} else if !labels.Equal(ms.lset, r.Labels) {
+		return fmt.Errorf("series %016x is %s in the catalog but %s in WAL segment %08d", r.Ref, ms.lset, r.Labels, seg)
+	}
+	ms.walLogged = true
+	return nil
+}
+
+// series returns the live series of ref; nil, nil for one removed since
+// (its records are dropped: expired or deleted data).
+func (rp *replayer) series(ref uint64, what string, seg int32) (*memSeries, error) {
+	ms := rp.s.reg.byRef[ref]
+	if ms != nil {
+		return ms, nil
+	}
+	if _, deleted := rp.s.reg.deleted[ref]; deleted || rp.legacy {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%s for unknown series %016x in WAL segment %08d", what, ref, seg)
+}
+
+func replaySamples[S any](rp *replayer, k kind[S], seg int32, ref uint64, smps []S) error {
+	ms, err := rp.series(ref, k.name()+" samples", seg)
+	if ms == nil || err != nil {
+		return err
+	}
+	tr := k.track(ms, true)
+	idle := !ms.hasHeadLocked()
+	n, b := insertAll(k, tr, smps, seg, rp.nowNs)
+	if idle && ms.hasHeadLocked() {
+		rp.s.hd.series.Add(1)
+	}
+	rp.s.hd.added(int64(n), b)
+	rp.replayed += n
+	return nil
+}
+
+func (rp *replayer) exemplars(seg int32, ref uint64, es []Exemplar) error {
+	ms, err := rp.series(ref, "exemplars", seg)
+	if ms == nil || err != nil {
+		return err
+	}
+	ms.exemplarsLocked().add(es, seg, rp.nowNs)
+	return nil
+}
+
+// repairTornFiles cuts incomplete final frames after an unclean stop. Only
+// files of series with data replayed from the WAL can have one: a block is
+// appended only while its data is in the WAL, and the WAL lets go of it
+// only after the file is synced. So the check costs what the WAL holds,
+// not what the store holds. The store is the files' only writer.
+func (s *Store) repairTornFiles() error {
+	for _, ms := range s.reg.ix.live() {
+		if err := repairTrack(s, floats, ms); err != nil {
+			return err
+		}
+		if err := repairTrack(s, histograms, ms); err != nil {
+			return err
+		}
+		if ms.ex != nil && ms.ex.unflushed > 0 {
+			path := exemplarFilePath(s.dir, ms.ref)
+			if _, err := os.Stat(path); err == nil {
+				if res, err := repairFile(path); err != nil {
+					return fmt.Errorf("repair exemplar file %s: %w", path, err)
+				} else if res != repairNone {
+					s.log.Warn("repaired exemplar file", "path", path)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func repairTrack[S any](s *Store, k kind[S], ms *memSeries) error {
+	tr := k.track(ms, false)
+	if tr == nil || len(tr.head) == 0 || len(tr.files) == 0 {
+		return nil
+	}
+	kept := tr.files[:0]
+	for _, start := range tr.files {
+		path := filePath(s.dir, k, ms.ref, start)
+		res, err := repairFile(path)
+		if err != nil {
+			return fmt.Errorf("repair %s series %016x file %s: %w", k.name(), ms.ref, path, err)
+		}
+		switch res {
+		case repairCut:
+			s.log.Warn("cut incomplete final frame of series file", "path", path)
+		case repairRemoved:
+			s.log.Warn("removed series file interrupted while being created", "path", path)
+			continue
+		}
+		kept = append(kept, start)
+	}
+	tr.files = kept
+	return nil
+}
+
+// dedupeReplayed drops replayed head samples that a series file already
+// holds: they were flushed and synced, but the WAL segment holding them had
+// not been deleted yet when the process stopped. Only files of series with
+// replayed samples are read, and only the blocks overlapping the head. It
+// also learns each such track's newest flushed sample.
+func (s *Store) dedupeReplayed() error {
+	for _, ms := range s.reg.ix.live() {
+		if err := dedupeTrack(s, floats, ms); err != nil {
+			return err
+		}
+		if err := dedupeTrack(s, histograms, ms); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
+	tr := k.track(ms, false)
+	if tr == nil || len(tr.head) == 0 || len(tr.files) == 0 {
+		return nil
+	}
+	mint, maxt := k.ts(tr.head[0]), k.ts(tr.head[len(tr.head)-1])
+	inFile := make(map[int64]struct{})
+	for i, start := range tr.files {
+		path := filePath(s.dir, k, ms.ref, start)
+		_, hi, ok, err := readFile(k, nil, path, mint, maxt, func(run []S) error {
+			for _, smp := range run {
+				inFile[k.ts(smp)] = struct{}{}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
+		}
+		if i == len(tr.files)-1 {
+			// The newest file's newest sample makes duplicate and
+			// out-of-order checks work after the crash as they did before.
+			tr.fileMaxKnown = true
+			if ok {
+				tr.fileMaxT = hi
+				tr.maxT = max(tr.maxT, hi)
+				if newest, found, err := newestInFile(k, path); err == nil && found {
+					tr.setLast(newest)
+				}
+			}
+		}
+	}
+	if len(inFile) == 0 {
+		return nil
+	}
+	before := len(tr.head)
+	var dropped []S
+	tr.head = slices.DeleteFunc(tr.head, func(smp S) bool {
+		_, ok := inFile[k.ts(smp)]
+		if ok {
+			dropped = append(dropped, smp)
+		}
+		return ok
+	})
+	var b int64
+	for _, smp := range dropped {
+		b += k.size(smp)
+	}
+	s.hd.added(-int64(before-len(tr.head)), -b)
+	if len(tr.head) == 0 {
+		tr.head = nil
+		if !ms.hasHeadLocked() {
+			s.hd.series.Add(-1)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,268 @@
+package actastore
+
+import (
+	"slices"
+)
+
+// noTime marks "no timestamp yet".
+const noTime int64 = -1 << 63
+
+// track is what a series holds of one kind: its head (accepted samples not
+// yet in a file), the samples a flush is writing, and what the store knows
+// of its files. A series has a float track always and a histogram track
+// once it receives a histogram. Every field is guarded by the owning
+// series' mu; the functions below are the whole of what the store does
+// with a track, written once for every kind.
+type track[S any] struct {
+	// head holds accepted, unflushed samples sorted by timestamp, one per
+	// timestamp.
+	head    []S
+	headSeg int32 // WAL segment holding the oldest head sample
+	queued  bool  // queued for a size-triggered flush
+	// fileMaxKnown says fileMaxT is valid.
+	fileMaxKnown bool
+	headSince    int64 // wall clock (unix ns) when head became non-empty
+
+	// maxT is the newest timestamp the track accepted (or found in its files
+	// or the WAL at start-up); noTime when unknown.
+	maxT int64
+	// fileMaxT is the newest timestamp in the track's files, valid when
+	// fileMaxKnown (noTime: no file holds a sample). A sample at or below it
+	// may be in a file: duplicate detection then looks there.
+	fileMaxT int64
+
+	// files are the start timestamps (ms) of the track's files, ascending;
+	// only the last is appended to (rotation package doc).
+	files []int64
+	// cold is what a track needs once it flushes, out of line so a series
+	// that only buffers costs less; nil until then.
+	cold *trackCold[S]
+}
+
+// trackCold is the part of a track a flush and its files need.
+type trackCold[S any] struct {
+	// flushing holds the samples a flush is writing; they stay readable
+	// here until the file holds them.
+	flushing    []S
+	flushingSeg int32
+	hasLast     bool
+	// last is the newest sample written to a file since start-up (or from
+	// the flush state): a resent copy of it is recognised without a read.
+	last S
+	// mins are, by file (as files), the smallest timestamp known to be in
+	// it, noTime when unknown: set for files written since Open and for
+	// sealed files a read opened. A file without one must be opened to
+	// learn its lower bound (it may hold out-of-order samples older than
+	// its start). Shorter than files when the tail is unknown.
+	mins []int64
+}
+
+func (tr *track[S]) coldState() *trackCold[S] {
+	if tr.cold == nil {
+		tr.cold = &trackCold[S]{}
+	}
+	return tr.cold
+}
+
+// flushingBuf is the samples being flushed (nil when none).
+func (tr *track[S]) flushingBuf() []S {
+	if tr.cold == nil {
+		return nil
+	}
+	return tr.cold.flushing
+}
+
+// lastFlushed is the newest sample written to a file since start-up.
+func (tr *track[S]) lastFlushed() (S, bool) {
+	if tr.cold == nil || !tr.cold.hasLast {
+		var zero S
+		return zero, false
+	}
+	return tr.cold.last, true
+}
+
+func (tr *track[S]) setLast(s S) {
+	c := tr.coldState()
+	c.last, c.hasLast = s, true
+}
+
+func (tr *track[S]) clearLast() {
+	if tr.cold != nil {
+		var zero S
+		tr.cold.last, tr.cold.hasLast = zero, false
+	}
+}
+
+// fileMin is the smallest timestamp known in the file starting at start.
+func (tr *track[S]) fileMin(start int64) (int64, bool) {
+	if tr.cold == nil {
+		return 0, false
+	}
+	i := slices.Index(tr.files, start)
+	if i < 0 || i >= len(tr.cold.mins) || tr.cold.mins[i] == noTime {
+		return 0, false
+	}
+	return tr.cold.mins[i], true
+}
+
+// forgetFileMin forgets what is known of a file's lower bound.
+func (tr *track[S]) forgetFileMin(start int64) {
+	if tr.cold == nil {
+		return
+	}
+	if i := slices.Index(tr.files, start); i >= 0 && i < len(tr.cold.mins) {
+		tr.cold.mins[i] = noTime
+	}
+}
+
+// newTrack is the track of a series without files: nothing accepted, no
+// file holds anything.
+func newTrack[S any]() track[S] {
+	return track[S]{maxT: noTime, fileMaxT: noTime, fileMaxKnown: true}
+}
+
+// sampleVerdict says what to do with one incoming sample.
+type sampleVerdict uint8
+
+const (
+	verdictAccept    sampleVerdict = iota
+	verdictDuplicate               // exact copy of a stored sample: drop silently
+	verdictConflict                // same timestamp, other value bits: ErrDuplicateSample
+	verdictTooOld                  // outside the out-of-order window: ErrOutOfOrder
+	verdictLookup                  // may be in a file: look there first (fileHits)
+)
+
+// find returns the index of t in sorted ss and whether it is there.
+func find[S any](k kind[S], ss []S, t int64) (int, bool) {
+	n := len(ss)
+	if n == 0 || k.ts(ss[n-1]) < t {
+		return n, false
+	}
+	return slices.BinarySearchFunc(ss, t, func(s S, t int64) int {
+		switch st := k.ts(s); {
+		case st < t:
+			return -1
+		case st > t:
+			return 1
+		}
+		return 0
+	})
+}
+
+// classify says what to do with smp against what the track holds: the head,
+// the flushing buffer, the newest flushed sample, and — for a timestamp
+// its files may hold — the samples read from them (hits, by timestamp; a
+// timestamp absent from hits was not looked up yet and gets verdictLookup).
+// oooMs is the out-of-order window in ms (0: any age).
+func classify[S any](k kind[S], tr *track[S], smp S, oooMs int64, hits map[int64]fileHit[S]) sampleVerdict {
+	t := k.ts(smp)
+	for _, buf := range [2][]S{tr.head, tr.flushingBuf()} {
+		if i, ok := find(k, buf, t); ok {
+			return sameOrConflict(k, buf[i], smp)
+		}
+	}
+	if last, ok := tr.lastFlushed(); ok && k.ts(last) == t {
+		return sameOrConflict(k, last, smp)
+	}
+	// Newer than anything accepted: the usual in-order sample.
+	if tr.maxT != noTime && t > tr.maxT {
+		return verdictAccept
+	}
+	// Files may hold it (a resend after a flush): compare with what they
+	// hold before the window check, so a resent old sample is a duplicate,
+	// not out of order.
+	if len(tr.files) > 0 && (!tr.fileMaxKnown || t <= tr.fileMaxT) {
+		h, looked := hits[t]
+		if !looked {
+			return verdictLookup
+		}
+		if h.found {
+			return sameOrConflict(k, h.s, smp)
+		}
+	}
+	if oooMs > 0 && tr.maxT != noTime && t < tr.maxT-oooMs {
+		return verdictTooOld
+	}
+	return verdictAccept
+}
+
+func sameOrConflict[S any](k kind[S], stored, smp S) sampleVerdict {
+	if k.same(stored, smp) {
+		return verdictDuplicate
+	}
+	return verdictConflict
+}
+
+// fileHit is what a file lookup found at one timestamp.
+type fileHit[S any] struct {
+	s     S
+	found bool
+}
+
+// insert adds an accepted sample to the head, keeping it sorted. It checks
+// the head again, because a concurrent batch may have stored the same
+// timestamp between the check and the insert; then the first one stays.
+// It reports whether the sample was added.
+func insert[S any](k kind[S], tr *track[S], smp S, seg int32, nowNs int64) bool {
+	t := k.ts(smp)
+	i, found := find(k, tr.head, t)
+	if found {
+		return false
+	}
+	if _, found := find(k, tr.flushingBuf(), t); found {
+		return false
+	}
+	if len(tr.head) == 0 {
+		tr.headSeg = seg
+		tr.headSince = nowNs
+	}
+	if i == len(tr.head) {
+		tr.head = append(tr.head, smp)
+	} else {
+		tr.head = slices.Insert(tr.head, i, smp)
+	}
+	if tr.maxT == noTime || t > tr.maxT {
+		tr.maxT = t
+	}
+	return true
+}
+
+// walSegNeeded is the lowest WAL segment whose samples the track still
+// holds only in memory, or -1 when it holds none.
+func (tr *track[S]) walSegNeeded() int32 {
+	seg := int32(-1)
+	if len(tr.head) > 0 {
+		seg = tr.headSeg
+	}
+	if c := tr.cold; c != nil && len(c.flushing) > 0 && (seg < 0 || c.flushingSeg < seg) {
+		seg = c.flushingSeg
+	}
+	return seg
+}
+
+// busy reports whether the track holds unflushed samples.
+func (tr *track[S]) busy() bool { return len(tr.head) > 0 || len(tr.flushingBuf()) > 0 }
+
+// inRange appends the samples of sorted ss within [mint, maxt] to dst.
+func inRange[S any](k kind[S], dst, ss []S, mint, maxt int64) []S {
+	lo, _ := find(k, ss, mint)
+	hi := lo
+	for hi < len(ss) && k.ts(ss[hi]) <= maxt {
+		hi++
+	}
+	return append(dst, ss[lo:hi]...)
+}
+
+// flushed records that sorted smps are now in the newest file.
+func flushed[S any](k kind[S], tr *track[S], smps []S) {
+	last := smps[len(smps)-1]
+	if prev, ok := tr.lastFlushed(); !ok || k.ts(last) >= k.ts(prev) {
+		tr.setLast(last)
+	}
+	if t := k.ts(last); tr.fileMaxKnown && t > tr.fileMaxT {
+		tr.fileMaxT = t
+	}
+	if tr.maxT == noTime || k.ts(last) > tr.maxT {
+		tr.maxT = k.ts(last)
+	}
+}
