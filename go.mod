@@ -3,6 +3,7 @@ module github.com/acta-remote/acta-remote
 go 1.26.8
 
 require (
+	github.com/VictoriaMetrics/easyproto v1.2.0
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/gogo/protobuf v1.3.2
 	github.com/golang/snappy v1.0.0

@@ -41,6 +41,18 @@ type Config struct {
 	// Auth and TLS guard the HTTP endpoints and the OTLP gRPC service alike.
 	Auth AuthConfig `yaml:"auth"`
 	TLS  TLSConfig  `yaml:"tls"`
+	// Debug holds operator tools served on the HTTP listener.
+	Debug DebugConfig `yaml:"debug"`
+}
+
+// DebugConfig turns operator tools on the HTTP listener on or off.
+type DebugConfig struct {
+	// Pprof serves Go's runtime profiles (net/http/pprof) at /debug/pprof/,
+	// behind the same auth as the data. On by default, as in Prometheus
+	// and VictoriaMetrics: a slowdown is profiled while it happens, not
+	// after a restart with another config; a profile costs only while one
+	// is taken.
+	Pprof bool `yaml:"pprof"`
 }
 
 // AuthConfig turns on client authentication; both kinds may be set (either

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math"
+	"math/rand"
 	"net/http"
 	"strings"
 	"testing"
@@ -90,18 +91,23 @@ func TestReadBadInputs(t *testing.T) {
 
 // A limit hit after the first frame went out cannot become a 400: the
 // connection is aborted so the client sees a broken stream, never a
-// complete-looking partial answer.
+// complete-looking partial answer. The first series' frames exceed what
+// the writer gathers before sending (flushBytes), so they are on the wire
+// when the second series crosses the limit.
 func TestStreamAbortedMidway(t *testing.T) {
+	const first = 12000 // samples of noise: about 9 bytes each in XOR chunks
 	rl := readLimits
-	rl.MaxSamplesPerQuery = 50
+	rl.MaxSamplesPerQuery = first + 20
 	st := openStore(t)
 	wurl, rurl := server(t, st, rl)
 	sets := []labels.Labels{labels.FromStrings("__name__", "a", "i", "1"), labels.FromStrings("__name__", "a", "i", "2")}
 	data := want{}
-	for _, ls := range sets {
-		for j := range 40 {
-			data[ls.String()] = append(data[ls.String()], actastore.Sample{T: int64(j * 1000), V: float64(j)})
-		}
+	rng := rand.New(rand.NewSource(1))
+	for j := range first {
+		data[sets[0].String()] = append(data[sets[0].String()], actastore.Sample{T: int64(j * 1000), V: rng.NormFloat64()})
+	}
+	for j := range 40 {
+		data[sets[1].String()] = append(data[sets[1].String()], actastore.Sample{T: int64(j * 1000), V: float64(j)})
 	}
 	writeBoth(t, wurl, data, sets)
 	resp, err := http.Post(rurl, "application/x-protobuf", bytes.NewReader(readReq(

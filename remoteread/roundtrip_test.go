@@ -54,7 +54,8 @@ func server(t testing.TB, st store, rl Limits) (writeURL, readURL string) {
 // Float values whose bits must survive: Prometheus's stale marker, another
 // NaN payload, infinities, subnormals. Not -0: the gogo-generated prompb
 // marshallers (what Prometheus sends with) omit a double that compares equal
-// to 0, so -0 arrives as +0 before we ever see it.
+// to 0, so -0 written through remote write arrives as +0 before we ever see
+// it; TestNegativeZeroSurvivesBothAnswers stores -0 directly.
 var specials = []uint64{
 	0x7ff0000000000002,      // stale marker
 	0x7ff8000000000001,      // quiet NaN with payload

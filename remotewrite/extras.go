@@ -14,8 +14,9 @@ import (
 	"github.com/acta-remote/acta-remote/actastore"
 )
 
-// Native histograms, exemplars and metadata are converted from the
-// unmarshalled prompb/writev2 messages into the scratch's extras arenas.
+// Native histograms, exemplars and metadata are converted from prompb /
+// writev2 messages (unmarshalled by the generated code in both decoders:
+// their volume is small) into the scratch's extras arenas.
 
 // metricTypes maps the 1.0 wire enum (prompb MetricMetadata.MetricType) to
 // Prometheus's names; 2.0 metadata goes through writev2's ToMetadata.
@@ -57,17 +58,17 @@ func metadataV1(m *prompb.MetricMetadata) actastore.NamedMetadata {
 // metadataV2 resolves a 2.0 series' metadata with writev2's ToMetadata
 // (help and unit references out of the symbol table are an error). It is
 // nil when the series carries none: an all-default Metadata is what a
-// sender without metadata sends. The symbols are strings of their own
-// (Unmarshal copies them), so the store may keep them.
-func metadataV2(ts *writev2.TimeSeries, symbols []string) (*actastore.Metadata, error) {
-	if ts.Metadata.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && ts.Metadata.HelpRef == 0 && ts.Metadata.UnitRef == 0 {
+// sender without metadata sends. The strings may alias the request body:
+// the store copies what it keeps (actastore.Batch).
+func metadataV2(md *writev2.Metadata, symbols []string) (*actastore.Metadata, error) {
+	if md.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && md.HelpRef == 0 && md.UnitRef == 0 {
 		return nil, nil // absent (or sent all-default): nothing to resolve
 	}
-	m, err := ts.ToMetadata(symbols)
+	m, err := (&writev2.TimeSeries{Metadata: *md}).ToMetadata(symbols)
 	if err != nil {
 		return nil, err
 	}
-	if ts.Metadata.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && m.Help == "" && m.Unit == "" {
+	if md.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && m.Help == "" && m.Unit == "" {
 		return nil, nil
 	}
 	return &actastore.Metadata{Type: m.Type, Help: m.Help, Unit: m.Unit}, nil

@@ -180,11 +180,9 @@ func TestBadInputs(t *testing.T) {
 		{"wrong wire type", "", ctV1, "snappy", raw([]byte{0x08, 0x01}), 400, "malformed protobuf: WriteRequest: proto: wrong wireType = 0 for field Timeseries"},
 		{"bad sample wire type", "", ctV1, "snappy", raw(protoSeries(t, []byte{0x12, 0x02, 0x08, 0x01})), 400, "malformed protobuf: WriteRequest: proto: wrong wireType = 0 for field Value"},
 		{"too many series", "", ctV1, "snappy", v1Body(t, tooMany...), 413, "max_series_per_request"},
-		{"labels unsorted", "", ctV1, "snappy", v1Body(t, series("job", "a", "__name__", "m")), 400, "labels not sorted"},
-		{"duplicate label", "", ctV1, "snappy", v1Body(t, series("__name__", "m", "a", "1", "a", "2")), 400, `duplicate label name "a"`},
+		// Unsorted labels, a name twice and invalid UTF-8 are the store's
+		// to refuse: TestRealStoreLabelRules.
 		{"empty label name", "", ctV1, "snappy", v1Body(t, series("", "x", "__name__", "m")), 400, "empty name"},
-		{"invalid utf8 name", "", ctV1, "snappy", v1Body(t, series("__name__", "m", "\xff", "v")), 400, "not valid UTF-8"},
-		{"invalid utf8 value", "", ctV1, "snappy", v1Body(t, series("__name__", "m\xfe")), 400, "not valid UTF-8"},
 		{"missing __name__", "", ctV1, "snappy", v1Body(t, series("job", "a")), 400, "missing __name__"},
 		{"no labels", "", ctV1, "snappy", v1Body(t, series()), 400, "has no labels"},
 		{"only empty values", "", ctV1, "snappy", v1Body(t, series("__name__", "")), 400, "has no labels"},
@@ -268,7 +266,7 @@ func TestMetricsCountOutcomes(t *testing.T) {
 	body := v1Body(t,
 		series("__name__", "ok"),
 		series("job", "x"),
-		series("b", "1", "__name__", "m"),
+		series("", "1", "__name__", "m"),
 		prompb.TimeSeries{Labels: pbLabels("__name__", "h"), Histograms: []prompb.Histogram{{Timestamp: 1}, {Timestamp: 2}}},
 	)
 	if a := post(t, srv.URL, ctV1, "snappy", body); a.code != http.StatusBadRequest {

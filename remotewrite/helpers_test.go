@@ -3,10 +3,13 @@ package remotewrite
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +46,9 @@ func (m *memAppender) Commit(_ context.Context, b *actastore.Batch) (actastore.R
 	}
 	var res actastore.Result
 	for _, s := range b.Series {
+		if s.Labels.IsEmpty() {
+			s.Labels = pairsLabels(s.LabelPairs)
+		}
 		if len(s.Samples) > 0 {
 			m.series = append(m.series, actastore.SeriesSamples{Labels: s.Labels, Samples: append([]actastore.Sample(nil), s.Samples...)})
 			res.Samples.Written += len(s.Samples)
@@ -55,7 +61,11 @@ func (m *memAppender) Commit(_ context.Context, b *actastore.Batch) (actastore.R
 			res.Exemplars.Written += len(s.Exemplars)
 		}
 	}
-	m.meta = append(m.meta, b.Metadata...)
+	// Copies, as the store makes: the batch's strings may alias the body.
+	for _, md := range b.Metadata {
+		m.meta = append(m.meta, actastore.NamedMetadata{Name: strings.Clone(md.Name), Metadata: actastore.Metadata{
+			Type: md.Type, Unit: strings.Clone(md.Unit), Help: strings.Clone(md.Help)}})
+	}
 	res.Metadata.Written = len(b.Metadata)
 	res.Errors = m.errs
 	return res, nil
@@ -141,6 +151,28 @@ func v2Req(sets ...[]string) *writev2.Request {
 	}
 	req.Symbols = st.Symbols()
 	return req
+}
+
+// pairsLabels decodes a SeriesData.LabelPairs encoding (uvarint length,
+// name, uvarint length, value; see actastore.AppendLabelPair) into a
+// sorted label set, as the store does; it panics on a bad encoding.
+func pairsLabels(b []byte) labels.Labels {
+	var sb labels.ScratchBuilder
+	read := func() string {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			panic(fmt.Sprintf("bad label pair encoding % x", b))
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s
+	}
+	for len(b) > 0 {
+		name := read()
+		sb.Add(name, read())
+	}
+	sb.Sort()
+	return sb.Labels()
 }
 
 func pbLabels(kv ...string) []prompb.Label {

@@ -91,12 +91,41 @@ func TestRealStoreRejections(t *testing.T) {
 	}
 }
 
+// The label rules the receiver leaves to the store (it checks them once,
+// for a series it does not know yet): a name twice and invalid UTF-8 are
+// refused with 400 naming the problem, each series alone; unsorted labels
+// are sorted (issue 23), as senders are told to sort them anyway.
+func TestRealStoreLabelRules(t *testing.T) {
+	st := openStore(t, actastore.Options{})
+	srv := newServer(t, st)
+	f := func(name string, typ string, body []byte, code int, contains string) {
+		t.Helper()
+		if a := post(t, srv.URL, typ, "snappy", body); a.code != code || !strings.Contains(a.body, contains) {
+			t.Errorf("%s: got %d %q, want %d containing %q", name, a.code, a.body, code, contains)
+		}
+	}
+	f("duplicate label", ctV1, v1Body(t, series("__name__", "m", "a", "1", "a", "2")), 400, `duplicate label name "a"`)
+	f("invalid utf8 name", ctV1, v1Body(t, series("__name__", "m", "\xff", "v")), 400, `label name "\xff" is not UTF-8`)
+	f("invalid utf8 value", ctV1, v1Body(t, series("__name__", "m\xfe")), 400, `value of label "__name__" is not UTF-8`)
+	f("invalid utf8 value, 2.0", ctV2, v2Body(t, v2Req([]string{"__name__", "m", "a", "\xff"})), 400, `value of label "a" is not UTF-8`)
+	f("duplicate label, 2.0", ctV2, v2Body(t, v2Req([]string{"__name__", "m", "a", "1", "a", "1"})), 400, `duplicate label name "a"`)
+	if s := st.Stats(); s.Series != 0 {
+		t.Fatalf("refused series created %d series", s.Series)
+	}
+	f("unsorted labels", ctV1, v1Body(t, series("job", "a", "__name__", "m")), 204, "")
+	f("unsorted labels, 2.0", ctV2, v2Body(t, v2Req([]string{"z", "1", "__name__", "m"})), 204, "")
+	got := readBack(t, st, "m")
+	if len(got[`{__name__="m", job="a"}`]) != 1 || len(got[`{__name__="m", z="1"}`]) != 1 || len(got) != 2 {
+		t.Fatalf("stored %v, want the two unsorted series under their sorted label sets", got)
+	}
+}
+
 // Requests that fail validation leave the real store untouched.
 func TestRealStoreBadInputsStoreNothing(t *testing.T) {
 	st := openStore(t, actastore.Options{})
 	srv := newServer(t, st)
 	for _, body := range [][]byte{
-		v1Body(t, series("job", "a", "__name__", "m")),
+		v1Body(t, series("__name__", "m", "a", "\xff")),
 		v1Body(t, series("__name__", "m", "a", "1", "a", "2")),
 		v1Body(t, series("job", "x")),
 		append(v1Body(t, series("__name__", "m"))[:5], 0xff),

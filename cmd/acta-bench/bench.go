@@ -279,6 +279,9 @@ func (r *SystemResult) runProto(o Options, sys *system, client *http.Client, d *
 	r.Reads = plan.run(d, rd)
 	r.Reads = append(r.Reads, runPromQL(client, base, pplan, o.ReadReps, sys.name == sysVM)...)
 	for _, q := range r.Reads {
+		if q.Reps == 0 && q.Err == "" {
+			continue // not offered by this system
+		}
 		logf("%s: read %s: p50 %.1f ms (%d series, %d samples) %s", sys.name, q.Query, q.P50Ms, q.Series, q.Samples, q.Err)
 	}
 	tol := 0.0

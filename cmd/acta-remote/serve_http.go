@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 
 	"github.com/gorilla/mux"
@@ -20,7 +21,8 @@ import (
 )
 
 // router is the HTTP surface: the protocol endpoints, instrumented by
-// handler and status code, plus /metrics and the health probes.
+// handler and status code, plus /metrics, /debug/pprof/ (debug.pprof) and
+// the health probes.
 type router struct {
 	*mux.Router
 	ready atomic.Bool // store open and not shutting down
@@ -68,6 +70,10 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 	}
 	// /metrics reveals series counts and rates: guarded like the data.
 	rt.Handle("/metrics", authn.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	if cfg.Debug.Pprof {
+		// Profiles reveal code paths and cost CPU while taken: guarded too.
+		rt.PathPrefix("/debug/pprof/").Handler(instrument("pprof", pprofHandler()))
+	}
 	rt.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("acta-remote is healthy.\n"))
 	})
@@ -79,4 +85,17 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 		w.Write([]byte("acta-remote is ready.\n"))
 	})
 	return rt
+}
+
+// pprofHandler serves net/http/pprof's handlers under /debug/pprof/ (its
+// Index serves every named profile: heap, allocs, goroutine, ...). Ours, not
+// http.DefaultServeMux, which the net/http/pprof import also fills.
+func pprofHandler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return m
 }

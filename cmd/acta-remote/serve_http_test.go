@@ -5,10 +5,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/auth"
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/otlp"
 )
@@ -70,4 +73,71 @@ func TestRouter(t *testing.T) {
 	// What the store registers is served too.
 	f("GET", "/metrics", 200, "acta_store_")
 	f("GET", "/metrics", 200, "go_goroutines")
+}
+
+// /debug/pprof/ serves Go's profiles when debug.pprof is on (the default),
+// behind the same auth as the data, and nothing when it is off.
+func TestRouterPprof(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.DiscardHandler)
+	cfg := config.Default()
+	cfg.DataDir = filepath.Join(dir, "data")
+	store, err := actastore.Open(cfg.DataDir, storeOptions(cfg, log, newRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rcv, err := otlp.New(cfg.OTLP, store, log, newRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("pprof-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.New(auth.Config{BearerTokenFile: tok}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(srv *httptest.Server, path, token string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	f := func(srv *httptest.Server, path, token string, code int, contains string) {
+		t.Helper()
+		if c, body := get(srv, path, token); c != code || !strings.Contains(body, contains) {
+			t.Errorf("GET %s: %d %.200q, want %d containing %q", path, c, body, code, contains)
+		}
+	}
+
+	if !cfg.Debug.Pprof {
+		t.Fatal("debug.pprof is off by default; the README says on")
+	}
+	guarded := httptest.NewServer(newRouter(cfg, store, rcv, log, newRegistry(), authn))
+	defer guarded.Close()
+	f(guarded, "/debug/pprof/", "", 401, "missing or invalid credentials")
+	f(guarded, "/debug/pprof/heap?debug=1", "wrong", 401, "missing or invalid credentials")
+	f(guarded, "/debug/pprof/", "pprof-token", 200, "goroutine")
+	f(guarded, "/debug/pprof/goroutine?debug=1", "pprof-token", 200, "goroutine profile: total")
+	f(guarded, "/debug/pprof/heap?debug=1", "pprof-token", 200, "heap profile:")
+	f(guarded, "/debug/pprof/cmdline", "pprof-token", 200, "")
+	if c, body := get(guarded, "/debug/pprof/profile?seconds=1", "pprof-token"); c != 200 || len(body) == 0 {
+		t.Errorf("CPU profile: %d, %d bytes", c, len(body))
+	}
+
+	cfg.Debug.Pprof = false
+	off := httptest.NewServer(newRouter(cfg, store, rcv, log, newRegistry(), nil))
+	defer off.Close()
+	f(off, "/debug/pprof/", "", 404, "")
+	f(off, "/debug/pprof/heap", "", 404, "")
 }
