@@ -9,8 +9,6 @@ package config
 import (
 	_ "embed"
 	"time"
-
-	"github.com/acta-remote/acta-remote/otlp"
 )
 
 // DefaultYAML is the embedded default configuration file. Default() parses it,
@@ -32,9 +30,8 @@ type Config struct {
 	RemoteRead  RemoteReadConfig  `yaml:"remote_read"`
 	// Query is the Prometheus HTTP query API (PromQL, series, labels, ...).
 	Query QueryConfig `yaml:"query"`
-	// OTLP is the OTLP metrics receiver's block; its keys, defaults and
-	// validation belong to package otlp.
-	OTLP otlp.Config `yaml:"otlp"`
+	// OTLP is the OTLP metrics receiver's block (otlp.go).
+	OTLP OTLPConfig `yaml:"otlp"`
 	// Rotation seals series files, deletes them for retention and
 	// compacts sealed ones.
 	Rotation RotationConfig `yaml:"rotation"`

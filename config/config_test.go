@@ -6,20 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/acta-remote/acta-remote/otlp"
 )
-
-// normalize treats empty and nil lists alike.
-func normalize(c otlp.Config) otlp.Config {
-	if len(c.PromoteResourceAttributes) == 0 {
-		c.PromoteResourceAttributes = nil
-	}
-	if len(c.IgnoreResourceAttributes) == 0 {
-		c.IgnoreResourceAttributes = nil
-	}
-	return c
-}
 
 func TestDefaults(t *testing.T) {
 	c := Default()
@@ -50,10 +37,22 @@ func TestDefaults(t *testing.T) {
 		{"query.lookback_delta", c.Query.LookbackDelta, 5 * time.Minute},
 		{"query.default_subquery_step", c.Query.DefaultSubqueryStep, time.Minute},
 		{"query.admin_api_enabled", c.Query.AdminAPIEnabled, false},
-	}
-	// default.yaml repeats otlp's defaults for the reader; they must agree.
-	if !reflect.DeepEqual(normalize(c.OTLP), normalize(otlp.DefaultConfig())) {
-		t.Errorf("default.yaml otlp block %+v differs from otlp.DefaultConfig() %+v", c.OTLP, otlp.DefaultConfig())
+		// Prometheus's otlp: defaults (the server checks they match
+		// otlp.DefaultConfig: TestOTLPOptionsDefault).
+		{"otlp.translation_strategy", c.OTLP.TranslationStrategy, "UnderscoreEscapingWithSuffixes"},
+		{"otlp.target_info", c.OTLP.TargetInfo, true},
+		{"otlp.promote_scope_metadata", c.OTLP.PromoteScopeMetadata, false},
+		{"otlp.label_name_underscore_sanitization", c.OTLP.LabelNameUnderscoreSanitization, true},
+		{"otlp.label_name_preserve_multiple_underscores", c.OTLP.LabelNamePreserveMultipleUnderscores, true},
+		{"otlp.delta_temporality", c.OTLP.DeltaTemporality, "reject"},
+		{"otlp.delta_conversion.max_streams", c.OTLP.DeltaConversion.MaxStreams, 100_000},
+		{"otlp.delta_conversion.max_stale", c.OTLP.DeltaConversion.MaxStale, 5 * time.Minute},
+		{"otlp.max_body_bytes", c.OTLP.MaxBodyBytes, ByteSize(16 << 20)},
+		{"otlp.max_decompressed_bytes", c.OTLP.MaxDecompressedBytes, ByteSize(64 << 20)},
+		{"otlp.max_concurrent", c.OTLP.MaxConcurrent, 16},
+		{"otlp.max_queue_wait", c.OTLP.MaxQueueWait, 250 * time.Millisecond},
+		{"otlp.grpc.enabled", c.OTLP.GRPC.Enabled, true},
+		{"otlp.grpc.listen_address", c.OTLP.GRPC.ListenAddress, "127.0.0.1:4317"},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -117,6 +116,7 @@ func TestLoadBad(t *testing.T) {
 	f("bad_otlp_unknown.yaml", "otlp.grpc.listen_adress: unknown key", "unknown key")
 	f("bad_otlp_removed_delta.yaml", "otlp.convert_delta_to_cumulative: removed; use otlp.delta_temporality", "convert_delta_to_cumulative: true is delta_temporality: convert; false is reject, the default) (line 3)")
 	f("bad_otlp_delta.yaml", "otlp.delta_conversion.max_streams:", "must be at least 1, got 0")
+	f("bad_otlp_typo.yaml", "otlp.max_body_byte: unknown key", "unknown key")
 	f("bad_auth_basic.yaml", "auth.basic:", `username and password_file must be set together, got username "prometheus" and password_file ""`)
 	f("bad_tls_half.yaml", "tls:", "cert_file and key_file must be set together")
 	f("bad_tls_client_ca.yaml", "tls.client_ca_file:", "needs tls.cert_file and tls.key_file")
@@ -174,5 +174,50 @@ otlp: {max_concurrent: 2, max_body_bytes: 4MiB, max_decompressed_bytes: 16MiB}
 	c.Storage.MemoryBudget = 0
 	if got := c.MaxHeadBytes(); got != 1<<20 {
 		t.Errorf("no budget: %d", got)
+	}
+}
+
+// The otlp block decodes over its defaults; keys the file omits keep them.
+func TestLoadOTLP(t *testing.T) {
+	c, err := Load(filepath.Join("testdata", "good_otlp.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.OTLP
+	if o.TranslationStrategy != "NoUTF8EscapingWithSuffixes" ||
+		strings.Join(o.PromoteResourceAttributes, ",") != "k8s.namespace.name,cloud.region" ||
+		!o.KeepIdentifyingResourceAttributes || o.TargetInfo || !o.PromoteScopeMetadata ||
+		o.MaxBodyBytes != 8<<20 || o.MaxDecompressedBytes != 32<<20 || o.GRPC.Enabled ||
+		o.DeltaTemporality != "convert" || o.DeltaConversion.MaxStreams != 5000 || o.DeltaConversion.MaxStale != 10*time.Minute {
+		t.Fatalf("decoded %+v", o)
+	}
+	if o.GRPC.ListenAddress != "127.0.0.1:4317" || !o.LabelNameUnderscoreSanitization || o.MaxConcurrent != 16 {
+		t.Fatalf("defaults lost: %+v", o)
+	}
+}
+
+// Every mistake in the otlp block is reported, one line each, by key.
+func TestLoadOTLPBadNamesEveryKey(t *testing.T) {
+	_, err := Load(filepath.Join("testdata", "bad_otlp_all.yaml"))
+	if err == nil {
+		t.Fatal("invalid otlp block accepted")
+	}
+	want := []string{
+		`otlp.translation_strategy: unknown strategy "Underscores"`,
+		"otlp.promote_resource_attributes: cannot be set together with promote_all_resource_attributes",
+		`otlp.ignore_resource_attributes: attribute "b" listed twice`,
+		`otlp.delta_temporality: unknown value "cumulative" (want reject, convert or native)`,
+		"otlp.delta_conversion.max_streams: must be at least 1, got 0",
+		"otlp.delta_conversion.max_stale: must be positive, got -1m0s",
+		"otlp.max_body_bytes: must be positive, got 0",
+		`otlp.grpc.listen_address: want host:port, got "4317"`,
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "otlp."); n != len(want) {
+		t.Errorf("%d otlp errors, want %d:\n%v", n, len(want), err)
 	}
 }

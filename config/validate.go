@@ -90,8 +90,8 @@ func (c *Config) Validate() error {
 	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
 		v.failf("tls.client_ca_file", "needs tls.cert_file and tls.key_file (mutual TLS is TLS first)")
 	}
-	if err := c.OTLP.Validate(); err != nil {
-		// otlp names keys relative to its block, one problem per line.
+	if err := c.OTLP.validate(); err != nil {
+		// validate names keys relative to the block, one problem per line.
 		for _, line := range strings.Split(err.Error(), "\n") {
 			v.errs = append(v.errs, fmt.Errorf("config: otlp.%s", line))
 		}

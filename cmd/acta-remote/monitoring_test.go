@@ -52,7 +52,7 @@ func exportedFamilies(t *testing.T) map[string]*dto.MetricFamily {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log, reg)
+	rcv, err := otlp.New(otlpOptions(cfg.OTLP), store, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

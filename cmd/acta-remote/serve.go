@@ -131,7 +131,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return nil
 	}
 
-	rcv, err := otlp.New(cfg.OTLP, store, log.With("component", "otlp"), reg)
+	rcv, err := otlp.New(otlpOptions(cfg.OTLP), store, log.With("component", "otlp"), reg)
 	if err != nil {
 		return errors.Join(err, closeStore())
 	}

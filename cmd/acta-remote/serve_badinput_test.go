@@ -273,7 +273,7 @@ func TestBadInputsTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log, reg)
+	rcv, err := otlp.New(otlpOptions(cfg.OTLP), store, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func benchWrite(b *testing.B, v2 bool) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log, reg)
+	rcv, err := otlp.New(otlpOptions(cfg.OTLP), store, log, reg)
 	if err != nil {
 		b.Fatal(err)
 	}

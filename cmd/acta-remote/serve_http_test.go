@@ -26,7 +26,7 @@ func TestRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log, reg)
+	rcv, err := otlp.New(otlpOptions(cfg.OTLP), store, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestRouterPprof(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log, newRegistry())
+	rcv, err := otlp.New(otlpOptions(cfg.OTLP), store, log, newRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

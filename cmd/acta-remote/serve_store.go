@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/otlptranslator"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/config"
+	"github.com/acta-remote/acta-remote/otlp"
 	"github.com/acta-remote/acta-remote/queryapi"
 	"github.com/acta-remote/acta-remote/remoteread"
 	"github.com/acta-remote/acta-remote/remotewrite"
@@ -159,4 +161,27 @@ func flushZstdMinRows(codec string) int {
 		return 128
 	}
 	return 0
+}
+
+// otlpOptions maps the otlp block (validated by config) onto the receiver's
+// options.
+func otlpOptions(c config.OTLPConfig) otlp.Config {
+	return otlp.Config{
+		TranslationStrategy:                  otlptranslator.TranslationStrategyOption(c.TranslationStrategy),
+		PromoteResourceAttributes:            c.PromoteResourceAttributes,
+		PromoteAllResourceAttributes:         c.PromoteAllResourceAttributes,
+		IgnoreResourceAttributes:             c.IgnoreResourceAttributes,
+		KeepIdentifyingResourceAttributes:    c.KeepIdentifyingResourceAttributes,
+		TargetInfo:                           c.TargetInfo,
+		PromoteScopeMetadata:                 c.PromoteScopeMetadata,
+		LabelNameUnderscoreSanitization:      c.LabelNameUnderscoreSanitization,
+		LabelNamePreserveMultipleUnderscores: c.LabelNamePreserveMultipleUnderscores,
+		DeltaTemporality:                     otlp.DeltaMode(c.DeltaTemporality),
+		DeltaConversion:                      otlp.DeltaConversionConfig{MaxStreams: c.DeltaConversion.MaxStreams, MaxStale: c.DeltaConversion.MaxStale},
+		MaxBodyBytes:                         int64(c.MaxBodyBytes),
+		MaxDecompressedBytes:                 int64(c.MaxDecompressedBytes),
+		MaxConcurrent:                        c.MaxConcurrent,
+		MaxQueueWait:                         c.MaxQueueWait,
+		GRPC:                                 otlp.GRPCConfig{Enabled: c.GRPC.Enabled, ListenAddress: c.GRPC.ListenAddress},
+	}
 }
