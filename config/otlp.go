@@ -178,4 +178,3 @@ func checkAttributeList(attrs []string) error {
 	}
 	return nil
 }
-
