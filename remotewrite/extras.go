@@ -125,8 +125,11 @@ func (h *Handler) commit(ctx context.Context, s *scratch) error {
 	for _, e := range res.Errors {
 		s.reject(0, apistatus.WithConfigKey(e))
 	}
-	if len(res.Errors) == 0 && res.Rejected() > 0 {
-		s.reject(0, fmt.Errorf("%w: store rejected %d items", apistatus.ErrBadRequest, res.Rejected()))
+	// Dropped exemplars (labels over 128 characters, out of bounds) are
+	// counted, not refused: Prometheus's write handler logs them and answers
+	// 2xx; a 2.0 sender sees them missing from Exemplars-Written.
+	if n := res.Rejected() - res.Exemplars.Rejected; len(res.Errors) == 0 && n > 0 {
+		s.reject(0, fmt.Errorf("%w: store rejected %d items", apistatus.ErrBadRequest, n))
 	}
 	return nil
 }
