@@ -1,0 +1,141 @@
+package bucket
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Bucket retention by age, run by exactly one instance (the owner). It
+// publishes a horizon first: a file whose newest sample is older is
+// expired, and every reader (writers and query instances) ignores it from
+// its next look at the horizon on. Files whose newest sample is older
+// than the horizon by DeleteDelay more are then deleted, from every
+// instance's prefix: a reader whose horizon is up to DeleteDelay old
+// already ignores them, so no reader is left naming a deleted object.
+// Each writer drops the expired files from its own index at its next
+// upload cycle; an instance that no longer runs keeps naming them in its
+// last index, and readers keep ignoring them.
+
+// Horizon is the retention.json object (docs/format/bucket.md).
+type Horizon struct {
+	// MinTime (ms): files whose newest sample is older are expired.
+	MinTime int64 `json:"min_time_ms"`
+	// MaxAge is the owner's retention, for people reading the object.
+	MaxAge string `json:"max_age"`
+	// Owner is the instance that runs retention.
+	Owner string `json:"owner"`
+	// Updated (ms) is when the owner last wrote it.
+	Updated int64 `json:"updated_ms"`
+}
+
+// Expired reports whether a file whose newest sample is maxT (ms) is past
+// the horizon.
+func (h Horizon) Expired(maxT int64) bool { return maxT < h.MinTime }
+
+// ReadHorizon reads the retention horizon; none published is the zero
+// Horizon (nothing expires).
+func (c *Client) ReadHorizon(ctx context.Context, l Layout) (Horizon, error) {
+	b, err := c.Get(ctx, l.RetentionKey(), 1<<16, "retention")
+	if errors.Is(err, ErrNotFound) {
+		return Horizon{}, nil
+	}
+	if err != nil {
+		return Horizon{}, err
+	}
+	var h Horizon
+	if err := json.Unmarshal(b, &h); err != nil {
+		return Horizon{}, fmt.Errorf("bucket: %s: %w", c.URL(l.RetentionKey()), err)
+	}
+	return h, nil
+}
+
+// RetentionOptions configure bucket retention.
+type RetentionOptions struct {
+	Owner       string        // the instance running it (written into the horizon)
+	MaxAge      time.Duration // files whose newest sample is older are expired
+	DeleteDelay time.Duration // how much older before their objects are deleted
+	MaxIndexRaw int64         // bound of one decoded index object (LoadState)
+}
+
+// RetentionResult reports one pass.
+type RetentionResult struct {
+	Horizon  Horizon
+	Deleted  int   // objects deleted by this pass
+	Bytes    int64 // their size
+	Expired  int   // files past the horizon still named by an index
+	Failures int   // objects that could not be deleted (retried next pass)
+}
+
+// Retainer runs bucket retention passes, keeping each instance's index
+// state between them.
+type Retainer struct {
+	c      *Client
+	l      Layout
+	o      RetentionOptions
+	states map[string]*State
+	gone   map[string]bool // keys deleted, still named by an index
+}
+
+// NewRetainer returns the retention runner of the layout's prefix.
+func (c *Client) NewRetainer(l Layout, o RetentionOptions) *Retainer {
+	return &Retainer{c: c, l: l, o: o, states: make(map[string]*State), gone: make(map[string]bool)}
+}
+
+// Run publishes the horizon of now-MaxAge, then deletes, under every
+// instance prefix, the objects of files older than the horizon by
+// DeleteDelay.
+func (r *Retainer) Run(ctx context.Context, now time.Time) (RetentionResult, error) {
+	c, l, o := r.c, r.l, r.o
+	h := Horizon{MinTime: now.Add(-o.MaxAge).UnixMilli(), MaxAge: o.MaxAge.String(), Owner: o.Owner, Updated: now.UnixMilli()}
+	res := RetentionResult{Horizon: h}
+	b, _ := json.Marshal(h)
+	if err := c.PutBytes(ctx, l.RetentionKey(), b); err != nil {
+		return res, fmt.Errorf("publish retention horizon: %w", err)
+	}
+	cut := h.MinTime - o.DeleteDelay.Milliseconds()
+	insts, err := c.ListInstances(ctx, l)
+	if err != nil {
+		return res, err
+	}
+	var errs []error
+	named := make(map[string]bool)
+	for _, inst := range insts {
+		st, err := c.LoadState(ctx, l, inst, r.states[inst], o.MaxIndexRaw)
+		r.states[inst] = st
+		if err != nil {
+			errs = append(errs, fmt.Errorf("retention of instance %s: %w", inst, err))
+			continue
+		}
+		for _, f := range st.Files {
+			if !h.Expired(f.MaxT) {
+				continue
+			}
+			res.Expired++
+			if f.MaxT >= cut {
+				continue
+			}
+			key := l.FileKey(inst, f.Kind, f.Ref, f.Start, f.CRC)
+			named[key] = true
+			if r.gone[key] {
+				continue
+			}
+			if err := c.Delete(ctx, key); err != nil {
+				res.Failures++
+				errs = append(errs, err)
+				continue
+			}
+			r.gone[key] = true
+			res.Deleted++
+			res.Bytes += f.Size
+		}
+	}
+	for k := range r.gone {
+		if !named[k] { // its instance's index no longer names it
+			delete(r.gone, k)
+		}
+	}
+	return res, errors.Join(errs...)
+}
