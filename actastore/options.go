@@ -63,7 +63,7 @@ type Options struct {
 	MaxOpenReaders int
 	// MaxReaderBytes bounds the memory those readers' block indexes hold;
 	// default 64 MiB.
-	MaxReaderBytes int64
+	MaxReaderBytes  int64
 	MaxSeries       int   // 0 means unlimited
 	MaxQuerySeries  int   // per Select; 0 means unlimited
 	MaxQuerySamples int64 // per Select; 0 means unlimited
@@ -95,6 +95,11 @@ type Options struct {
 	// the background. Default 1m; negative: never in the background
 	// (Maintain runs one pass).
 	MaintenanceInterval time.Duration
+
+	// Tier uploads sealed files to an object store and reads them from
+	// there once their local copy is gone (tier.go); nil keeps everything
+	// local.
+	Tier *TierOptions
 
 	Logger     *slog.Logger          // default slog.Default()
 	Registerer prometheus.Registerer // nil registers nothing

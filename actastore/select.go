@@ -32,7 +32,7 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)}
 	}
-	return &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1}
+	return &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)}}
 }
 
 // matchSeries returns the series matching ms, sorted by labels.
@@ -110,7 +110,10 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 // then the flushing buffer, then the head). The head is copied before the
 // files are read: a flush running meanwhile moves samples from head to
 // file, so they are seen at least once (twice at worst, and merged).
-func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) ([]S, error) {
+//
+// st (nil: not counted) counts what is read from the object store; with
+// st.localOnly, files that exist only there are skipped.
+func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) ([]S, error) {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
 	if tr == nil {
@@ -124,8 +127,13 @@ func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) ([]S
 
 	var runs [][]S
 	for _, f := range files {
+		if st != nil && st.localOnly {
+			if _, only := s.tier.bucketOnly(k.id(), ms.ref, f.start); only {
+				continue
+			}
+		}
 		path := filePath(s.dir, k, ms.ref, f.start)
-		lo, _, ok, err := readFile(k, s.readers, path, mint, maxt, func(run []S) error {
+		lo, _, ok, err := readFileStats(k, s.readers, path, mint, maxt, st, func(run []S) error {
 			runs = append(runs, run)
 			return nil
 		})
@@ -237,12 +245,30 @@ type seriesSet struct {
 	cur        *loadedSeries
 	total      int64
 	err        error
+	st         readStats // what the object store served (tier_read.go)
+	observed   bool
 }
 
 func (ss *seriesSet) Next() bool {
 	if ss.err != nil {
 		return false
 	}
+	if !ss.next() {
+		ss.observe()
+		return false
+	}
+	return true
+}
+
+// observe reports the set's object store reads once, when it ends.
+func (ss *seriesSet) observe() {
+	if !ss.observed {
+		ss.observed = true
+		ss.s.tier.observeQuery(&ss.st)
+	}
+}
+
+func (ss *seriesSet) next() bool {
 	for ss.i+1 < len(ss.list) {
 		ss.i++
 		if err := ctxErr(ss.ctx); err != nil {
@@ -250,12 +276,12 @@ func (ss *seriesSet) Next() bool {
 			return false
 		}
 		ms := ss.list[ss.i]
-		smps, err := readTrack(ss.s, floats, ms, ss.mint, ss.maxt)
+		smps, err := readTrack(ss.s, floats, ms, ss.mint, ss.maxt, &ss.st)
 		if err != nil {
 			ss.err = err
 			return false
 		}
-		hists, err := readTrack(ss.s, histograms, ms, ss.mint, ss.maxt)
+		hists, err := readTrack(ss.s, histograms, ms, ss.mint, ss.maxt, &ss.st)
 		if err != nil {
 			ss.err = err
 			return false
@@ -276,7 +302,7 @@ func (ss *seriesSet) Next() bool {
 
 func (ss *seriesSet) At() Series   { return ss.cur }
 func (ss *seriesSet) Err() error   { return ss.err }
-func (ss *seriesSet) Close() error { ss.list = nil; ss.cur = nil; return nil }
+func (ss *seriesSet) Close() error { ss.observe(); ss.list = nil; ss.cur = nil; return nil }
 
 // loadedSeries is one series with its selected samples of every kind.
 type loadedSeries struct {
