@@ -35,9 +35,9 @@ type BucketView struct {
 	mu        sync.RWMutex
 	states    map[string]*bucket.State // by instance
 	horizon   bucket.Horizon
-	ix        *index                   // of view series (memSeries for the label index only)
-	series    map[uint32]*viewSeries   // by index id
-	objects   map[string]bucket.File   // object key -> file, for the reader cache
+	ix        *index                 // of view series (memSeries for the label index only)
+	series    map[uint32]*viewSeries // by index id
+	objects   map[string]bucket.File // object key -> file, for the reader cache
 	refreshed time.Time
 	lastErr   error
 
