@@ -78,7 +78,9 @@ type viewSource struct {
 }
 
 // OpenBucketView reads every instance's index objects once and starts
-// refreshing them in the background.
+// refreshing them in the background. A bucket that cannot be read yet is
+// not an error: the view is empty until a refresh succeeds (Stats says
+// when one did).
 func OpenBucketView(o BucketViewOptions) (*BucketView, error) {
 	if o.Client == nil {
 		return nil, errors.New("bucket view: no client")
@@ -115,7 +117,7 @@ func OpenBucketView(o BucketViewOptions) (*BucketView, error) {
 	v.readers.remoteOnly = true
 	v.readers.remote = v.openObject
 	if err := v.Refresh(context.Background()); err != nil {
-		return nil, err
+		v.log.Warn("cannot read the bucket index yet; retrying", "err", err)
 	}
 	if o.RefreshInterval > 0 {
 		v.bg.Add(1)

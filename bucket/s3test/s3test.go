@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,6 +68,7 @@ type Server struct {
 	cmd      *exec.Cmd
 	done     chan struct{}
 	log      *os.File
+	buckets  []string
 }
 
 var (
@@ -165,6 +167,9 @@ func (s *Server) createBucket(tb testing.TB, bucketName string) {
 			err = c.Delete(ctx, "s3test-probe")
 		}
 		if err == nil {
+			if !slices.Contains(s.buckets, bucketName) {
+				s.buckets = append(s.buckets, bucketName)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -192,8 +197,15 @@ func (s *Server) Client(tb testing.TB, bucketName string) *bucket.Client {
 }
 
 // Start starts the server again (after Stop or Kill) on the same ports
-// and data, and waits until its S3 API answers.
-func (s *Server) Start() { s.tb.Helper(); s.start(s.tb) }
+// and data, and waits until its buckets take writes again (SeaweedFS
+// needs seconds after a restart before its volumes do).
+func (s *Server) Start() {
+	s.tb.Helper()
+	s.start(s.tb)
+	for _, b := range s.buckets {
+		s.createBucket(s.tb, b)
+	}
+}
 
 func (s *Server) start(tb testing.TB) {
 	tb.Helper()
