@@ -55,7 +55,7 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 	rt.Handle("/api/v1/write", instrument("write",
 		remotewrite.New(store, writeLimits(cfg.RemoteWrite), log.With("component", "remote_write"), reg)))
 	rt.Handle("/api/v1/read", instrument("read",
-		remoteread.New(store, readLimits(cfg.RemoteRead), log.With("component", "remote_read"), reg)))
+		localOnly(remoteread.New(store, readLimits(cfg.RemoteRead), log.With("component", "remote_read"), reg))))
 	otlpHandler := instrument("otlp", rcv.Handler())
 	for _, p := range otlp.Paths {
 		rt.Handle(p, otlpHandler)
@@ -73,4 +73,16 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 		w.Write([]byte("acta-remote is ready.\n"))
 	})
 	return rt
+}
+
+// localOnly serves a remote read that carries remoteread.LocalOnlyHeader
+// (a query instance's fan-out) from the head and local files only: the
+// query instance reads the bucket itself.
+func localOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(remoteread.LocalOnlyHeader) != "" {
+			r = r.WithContext(actastore.WithLocalOnly(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
