@@ -143,7 +143,9 @@ func (t *tier) cycle(ctx context.Context) (TierResult, error) {
 	fail(t.deleteDoomed(ctx))
 	fail(t.gcIndex(ctx))
 	fail(t.sweepOrphans(ctx))
-	fail(t.runRetention(ctx))
+	n, err := t.runRetention(ctx)
+	fail(err)
+	res.Expired += n
 	t.mu.Lock()
 	if len(errs) > 0 {
 		t.failures++
@@ -333,12 +335,28 @@ func (t *tier) recordRemovals(files []bucket.File) int {
 	return len(files)
 }
 
-// uploadAll uploads the jobs, Concurrency at a time, and records the
-// verified ones in the manifest (one sync) and in memory.
+// uploadChunk is how many uploads are recorded in the manifest at once
+// (one sync): what a crash makes the next run upload again, at most.
+const uploadChunk = 64
+
+// uploadAll uploads the jobs, Concurrency at a time, recording the
+// verified ones in the manifest and in memory every uploadChunk.
 func (t *tier) uploadAll(ctx context.Context, jobs []uploadJob) ([]bucket.File, error) {
-	if len(jobs) == 0 {
-		return nil, nil
+	var done []bucket.File
+	var errs []error
+	for len(jobs) > 0 && ctx.Err() == nil {
+		n := min(len(jobs), uploadChunk)
+		d, err := t.uploadBatch(ctx, jobs[:n])
+		done = append(done, d...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		jobs = jobs[n:]
 	}
+	return done, errors.Join(errs...)
+}
+
+func (t *tier) uploadBatch(ctx context.Context, jobs []uploadJob) ([]bucket.File, error) {
 	type result struct {
 		f   bucket.File
 		err error
@@ -898,19 +916,28 @@ func (t *tier) sweepOrphans(ctx context.Context) error {
 }
 
 // runRetention runs bucket retention when this instance owns it, every
-// retentionInterval.
-func (t *tier) runRetention(ctx context.Context) error {
+// retentionInterval, and drops its own files past the new horizon at once
+// (what it deletes is past an older horizon, dropped already). It
+// returns how many files it dropped.
+func (t *tier) runRetention(ctx context.Context) (int, error) {
 	if t.retainer == nil || time.Since(t.lastRetain) < t.retentionInterval() {
-		return nil
+		return 0, nil
 	}
 	res, err := t.retainer.Run(ctx, t.s.now())
 	t.lastRetain = time.Now()
+	n := 0
+	if res.Horizon.MinTime != 0 {
+		t.mu.Lock()
+		t.horizon = res.Horizon
+		t.mu.Unlock()
+		n = t.dropExpired(res.Horizon)
+	}
 	t.m.retentionDeleted.Add(float64(res.Deleted))
 	t.m.retentionDeletedBytes.Add(float64(res.Bytes))
 	if res.Deleted > 0 {
 		t.s.log.Info("bucket retention", "deleted", res.Deleted, "bytes", res.Bytes, "horizon", time.UnixMilli(res.Horizon.MinTime).UTC())
 	}
-	return err
+	return n, err
 }
 
 func (t *tier) retentionInterval() time.Duration {

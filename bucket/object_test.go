@@ -288,13 +288,21 @@ func TestRetention(t *testing.T) {
 		c.PutBytes(ctx, l.IndexKey(inst, 1, true), bucket.EncodeIndex(1, true, recs))
 	}
 	rt := c.NewRetainer(l, bucket.RetentionOptions{Owner: "a", MaxAge: 5 * 24 * time.Hour, DeleteDelay: 24 * time.Hour, MaxIndexRaw: 1 << 20})
-	res, err := rt.Run(ctx, now)
+	// The first run publishes the horizon; it deletes nothing: a reader
+	// may not have seen any horizon yet.
+	earlier := now.Add(-24 * time.Hour)
+	res, err := rt.Run(ctx, earlier)
+	if err != nil || res.Deleted != 0 || res.Expired != 8 {
+		t.Fatalf("first run: %+v %v", res, err)
+	}
+	// A day later the horizon of the first run (now-6d) is DeleteDelay
+	// old: the files that end before it go. The file of day d holds
+	// [now-d days, now-(d-1) days): days 6..10 end before today's horizon
+	// (now-5d), days 7..10 before the first run's too: 4 per instance.
+	res, err = rt.Run(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The file of day d holds [now-d days, now-(d-1) days): days 6..10
-	// end before the horizon (now-5d), days 7..10 before horizon-1d too
-	// and go: 4 per instance.
 	if res.Expired != 10 || res.Deleted != 8 || res.Bytes != 24 {
 		t.Fatalf("result %+v", res)
 	}
@@ -310,6 +318,20 @@ func TestRetention(t *testing.T) {
 		}
 	}
 	if res, err := rt.Run(ctx, now); err != nil || res.Deleted != 0 {
-		t.Fatalf("second pass deleted %d (%v)", res.Deleted, err)
+		t.Fatalf("a pass with nothing newly deletable deleted %d (%v)", res.Deleted, err)
+	}
+	// A new retainer (a restart) knows the last horizon from the bucket:
+	// day 6 of both instances is older than it. (It deletes days 7..10
+	// again: no writer dropped them from these indexes.)
+	rt2 := c.NewRetainer(l, bucket.RetentionOptions{Owner: "a", MaxAge: 4 * 24 * time.Hour, DeleteDelay: 24 * time.Hour, MaxIndexRaw: 1 << 20})
+	if res, err := rt2.Run(ctx, now.Add(24*time.Hour)); err != nil || res.Deleted != 10 {
+		t.Fatalf("after a restart: deleted %d (%v), want 10", res.Deleted, err)
+	}
+	for _, inst := range []string{"a", "b"} {
+		n := 0
+		c.List(ctx, l.InstanceRoot(inst)+"series/", true, func(bucket.ObjectInfo) error { n++; return nil })
+		if n != 5 {
+			t.Fatalf("instance %s keeps %d objects, want 5", inst, n)
+		}
 	}
 }

@@ -5,16 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
 // Bucket retention by age, run by exactly one instance (the owner). It
 // publishes a horizon first: a file whose newest sample is older is
 // expired, and every reader (writers and query instances) ignores it from
-// its next look at the horizon on. Files whose newest sample is older
-// than the horizon by DeleteDelay more are then deleted, from every
-// instance's prefix: a reader whose horizon is up to DeleteDelay old
-// already ignores them, so no reader is left naming a deleted object.
+// its next look at the horizon on. A file is deleted, from every
+// instance's prefix, only once it is older than a horizon published at
+// least DeleteDelay ago: every reader that looks at the horizon more
+// often than that ignores it by then, so no reader is left reading a
+// deleted object.
 // Each writer drops the expired files from its own index at its next
 // upload cycle; an instance that no longer runs keeps naming them in its
 // last index, and readers keep ignoring them.
@@ -63,7 +65,7 @@ type RetentionOptions struct {
 // RetentionResult reports one pass.
 type RetentionResult struct {
 	Horizon  Horizon
-	Deleted  int   // objects deleted by this pass
+	Deleted  int   // delete requests sent (a restarted owner sends them again for files an index still names)
 	Bytes    int64 // their size
 	Expired  int   // files past the horizon still named by an index
 	Failures int   // objects that could not be deleted (retried next pass)
@@ -72,11 +74,19 @@ type RetentionResult struct {
 // Retainer runs bucket retention passes, keeping each instance's index
 // state between them.
 type Retainer struct {
-	c      *Client
-	l      Layout
-	o      RetentionOptions
-	states map[string]*State
-	gone   map[string]bool // keys deleted, still named by an index
+	c       *Client
+	l       Layout
+	o       RetentionOptions
+	states  map[string]*State
+	gone    map[string]bool // keys deleted, still named by an index
+	history []stamp         // horizons published, oldest first
+	loaded  bool            // the horizon of an earlier run was read
+}
+
+// stamp is a horizon and when it was published.
+type stamp struct {
+	at  time.Time
+	min int64
 }
 
 // NewRetainer returns the retention runner of the layout's prefix.
@@ -85,17 +95,37 @@ func (c *Client) NewRetainer(l Layout, o RetentionOptions) *Retainer {
 }
 
 // Run publishes the horizon of now-MaxAge, then deletes, under every
-// instance prefix, the objects of files older than the horizon by
-// DeleteDelay.
+// instance prefix, the objects of files older than the newest horizon
+// published at least DeleteDelay ago (by this run or, read from the
+// bucket, an earlier one). The first run deletes nothing.
 func (r *Retainer) Run(ctx context.Context, now time.Time) (RetentionResult, error) {
 	c, l, o := r.c, r.l, r.o
+	if !r.loaded {
+		prev, err := c.ReadHorizon(ctx, l)
+		if err != nil {
+			return RetentionResult{}, err
+		}
+		if prev.MinTime != 0 {
+			r.history = append(r.history, stamp{at: time.UnixMilli(prev.Updated), min: prev.MinTime})
+		}
+		r.loaded = true
+	}
 	h := Horizon{MinTime: now.Add(-o.MaxAge).UnixMilli(), MaxAge: o.MaxAge.String(), Owner: o.Owner, Updated: now.UnixMilli()}
 	res := RetentionResult{Horizon: h}
 	b, _ := json.Marshal(h)
 	if err := c.PutBytes(ctx, l.RetentionKey(), b); err != nil {
 		return res, fmt.Errorf("publish retention horizon: %w", err)
 	}
-	cut := h.MinTime - o.DeleteDelay.Milliseconds()
+	r.history = append(r.history, stamp{at: now, min: h.MinTime})
+	cut, last := int64(math.MinInt64), -1
+	for i, s := range r.history {
+		if !s.at.After(now.Add(-o.DeleteDelay)) && s.min > cut {
+			cut, last = s.min, i
+		}
+	}
+	if last > 0 {
+		r.history = r.history[last:] // older ones can no longer decide anything
+	}
 	insts, err := c.ListInstances(ctx, l)
 	if err != nil {
 		return res, err
@@ -114,7 +144,7 @@ func (r *Retainer) Run(ctx context.Context, now time.Time) (RetentionResult, err
 				continue
 			}
 			res.Expired++
-			if f.MaxT >= cut {
+			if last < 0 || f.MaxT >= cut {
 				continue
 			}
 			key := l.FileKey(inst, f.Kind, f.Ref, f.Start, f.CRC)
