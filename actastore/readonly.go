@@ -41,6 +41,7 @@ type ReadOnly struct {
 	fs      []Sample
 	hs      []HistogramSample
 	lb      labels.ScratchBuilder
+	tier    *readOnlyTier // the server uploads to an object store (readonly_tier.go)
 }
 
 // walSeries is what one WAL segment holds of one series.
@@ -79,6 +80,9 @@ func OpenReadOnly(dir string) (*ReadOnly, error) {
 		walData:   make(map[int]map[uint64]*walSeries),
 	}
 	if _, err := r.Reload(); err != nil {
+		return nil, err
+	}
+	if err := r.loadTier(); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -329,9 +333,10 @@ func readOnlyFiles[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) 
 	if err != nil {
 		return nil, err
 	}
+	files, rc := r.withBucketFiles(k.id(), ref, files)
 	var runs [][]S
 	for _, f := range SkipSealedBefore(files, mint) {
-		_, _, _, err := readFile(k, nil, f.Path, mint, maxt, func(run []S) error {
+		_, _, _, err := readFile(k, rc, f.Path, mint, maxt, func(run []S) error {
 			runs = append(runs, run)
 			return nil
 		})

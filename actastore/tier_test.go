@@ -508,3 +508,44 @@ func TestTierRefusesForeignPrefix(t *testing.T) {
 		t.Fatalf("the first writer's index names %d files, want its 1", len(st.Files))
 	}
 }
+
+// The read-only view (acta-remote query) of a directory whose files went
+// to the bucket: without the bucket it counts what it leaves out; with it
+// every sample reads back bit for bit.
+func TestTierReadOnlyView(t *testing.T) {
+	srv := s3test.Shared(t, "tier-ro")
+	clk := &fakeClock{}
+	dir := t.TempDir()
+	o := tierTestOptions(t, clk, srv, "tier-ro", "w1", nil)
+	s := openT(t, dir, o)
+	defer s.Close()
+	l := seriesLabels(4)
+	w := ingest(t, s, clk, []labels.Labels{l}, day0, day0+3*hour, 240, func(i int, ts int64) float64 { return float64(ts) / 3 })
+	clk.Set(day0 + 3*hour + 60000)
+	s.Maintain()
+	if res, err := s.TierCycle(); err != nil || res.LocalDeleted != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	ro, err := OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := seriesOf(s, l).ref
+	if n := ro.BucketOnlyFiles(ref); n != 2 {
+		t.Fatalf("%d bucket-only files, want 2", n)
+	}
+	local, err := ro.Samples(ref, math.MinInt64, math.MaxInt64)
+	if err != nil || len(local) != 240 {
+		t.Fatalf("without the bucket: %d samples (%v), want the newest file's 240", len(local), err)
+	}
+	if err := ro.UseBucket(o.Tier.Client, o.Tier.Layout, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := ro.Samples(ref, math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalBits(all, w[l.String()]) {
+		t.Fatalf("with the bucket: %d samples, want %d", len(all), len(w[l.String()]))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -297,6 +298,7 @@ func TestObjectStoreWriterAndQueryInstance(t *testing.T) {
 	if f := writer.metric(t, "acta_tier_query_fetched_bytes_sum"); f == 0 {
 		t.Fatal("the writer's read fetched nothing from the bucket")
 	}
+	checkQueryCommand(t, bin, writer, a)
 	query.start(t)
 	checkRead(t, "query instance", query.base(), "obj_a", a, 0, math.MaxInt64)
 	objSize := int64(0)
@@ -504,4 +506,40 @@ func (s sent) only(name string) sent {
 		}
 	}
 	return out
+}
+
+// checkQueryCommand runs `acta-remote query` on the writer's data
+// directory: without --config it says that files exist only in the bucket
+// and were left out (what it prints comes from the WAL); with the
+// server's config it prints every sample of a series, bits included.
+func checkQueryCommand(t *testing.T, bin string, writer *actaNode, a sent) {
+	t.Helper()
+	sel := `obj_a{instance="host-007"}`
+	out, err := exec.Command(bin, "query", "--data-dir", writer.dir, "--json", sel).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "7 files of these series exist only in the object store") {
+		t.Fatalf("query without --config: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "query", "--data-dir", writer.dir, "--config", writer.cfg, "--json", sel)
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("query --config: %v", err)
+	}
+	want := a[`{__name__="obj_a", instance="host-007", job="e2e"}`]
+	if want == nil {
+		for k, v := range a {
+			if strings.Contains(k, "host-007") {
+				want = v
+			}
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
+	if len(lines) != len(want.Samples) {
+		t.Fatalf("query --config printed %d samples, want %d", len(lines), len(want.Samples))
+	}
+	for i, line := range lines {
+		bits := fmt.Sprintf(`"bits":"0x%016x"`, math.Float64bits(want.Samples[i].Value))
+		if !strings.Contains(line, fmt.Sprintf(`"t":%d,`, want.Samples[i].Timestamp)) || !strings.Contains(line, bits) {
+			t.Fatalf("query --config sample %d: %s, want t %d and %s", i, line, want.Samples[i].Timestamp, bits)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
+	promconfig "github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -48,7 +49,10 @@ func NewRemote(name, rawURL string, o RemoteOptions) (*Remote, error) {
 		hc.Authorization = &config_util.Authorization{Type: "Bearer", CredentialsFile: o.BearerTokenFile}
 	}
 	hc.TLSConfig.CAFile = o.CAFile
-	cc := &remote.ClientConfig{URL: &config_util.URL{URL: u}, Timeout: model.Duration(o.Timeout), HTTPClientConfig: hc}
+	// ChunkedReadLimit: Prometheus's default for remote_read
+	// (chunked_read_limit), the largest frame taken from the stream.
+	cc := &remote.ClientConfig{URL: &config_util.URL{URL: u}, Timeout: model.Duration(o.Timeout), HTTPClientConfig: hc,
+		ChunkedReadLimit: promconfig.DefaultChunkedReadLimit}
 	if o.LocalOnly {
 		cc.Headers = map[string]string{LocalOnlyHeader: "1"}
 	}

@@ -20,12 +20,12 @@ func init() {
 	register("query", "print the samples of the series matching a selector, read from a data directory", runQuery)
 }
 
-const queryUsage = "usage: acta-remote query --data-dir DIR [--start T] [--end T] [--json] 'SELECTOR'  (T: RFC 3339 or Unix ms)"
+const queryUsage = "usage: acta-remote query --data-dir DIR [--config FILE] [--start T] [--end T] [--json] 'SELECTOR'  (T: RFC 3339 or Unix ms; --config: the server's, to read files that exist only in its storage.object_store bucket)"
 
 // runQuery reads the series files directly, without the server and without
 // its lock, so it works while the server runs (and when it does not).
 func runQuery(args []string) int {
-	fa, err := parseSelectorArgs(args, []string{"json"}, []string{"data-dir", "start", "end"})
+	fa, err := parseSelectorArgs(args, []string{"json"}, []string{"data-dir", "start", "end", "config"})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote query: %v\n%s\n", err, queryUsage)
 		return exitError
@@ -49,6 +49,13 @@ func runQuery(args []string) int {
 		fmt.Fprintf(os.Stderr, "acta-remote query: %v\n", err)
 		return exitError
 	}
+	bucketOnly := 0
+	if path := fa.vals["config"]; path != "" {
+		if err := useBucket(ro, path); err != nil {
+			fmt.Fprintf(os.Stderr, "acta-remote query: --config: %v\n", err)
+			return exitError
+		}
+	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	p := printer{w: out, json: fa.bools["json"]}
@@ -66,6 +73,9 @@ func runQuery(args []string) int {
 			fmt.Fprintf(os.Stderr, "acta-remote query: %v\n", err)
 			return exitError
 		}
+		if fa.vals["config"] == "" {
+			bucketOnly += ro.BucketOnlyFiles(s.Ref)
+		}
 		if len(smps) == 0 {
 			continue
 		}
@@ -81,6 +91,9 @@ func runQuery(args []string) int {
 		return exitError
 	}
 	fmt.Fprintf(os.Stderr, "acta-remote query: %d series, %d samples from the files in %s\n", nseries, nsamples, fa.vals["data-dir"])
+	if bucketOnly > 0 {
+		fmt.Fprintf(os.Stderr, "acta-remote query: %d files of these series exist only in the object store and were left out; --config FILE (the server's) reads them\n", bucketOnly)
+	}
 	fresh.report(os.Stderr, "acta-remote query", time.Now())
 	return exitOK
 }

@@ -74,3 +74,21 @@ func viewOptions(cfg *config.Config, c *bucket.Client) actastore.BucketViewOptio
 		MaxQuerySamples: cfg.RemoteRead.MaxSamplesPerQuery,
 	}
 }
+
+// useBucket makes a read-only view read the files that exist only in the
+// bucket of the server config at path (acta-remote query --config).
+func useBucket(ro *actastore.ReadOnly, path string) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	o := cfg.Storage.ObjectStore
+	if !o.Enabled {
+		return fmt.Errorf("%s has no storage.object_store", path)
+	}
+	c, err := bucketClient(cfg, nil)
+	if err != nil {
+		return err
+	}
+	return ro.UseBucket(c, bucket.Layout{Prefix: o.Prefix}, o.InstanceID)
+}
