@@ -314,7 +314,18 @@ func (v *BucketView) Select(ctx context.Context, mint, maxt int64, ms ...*labels
 	if v.o.MaxQuerySeries > 0 && len(list) > v.o.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), v.o.MaxQuerySeries)}
 	}
-	return &viewSet{v: v, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1}
+	vs := &viewSet{v: v, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1}
+	vs.la = newLookahead(len(list), tierLookahead, func(i int) loadedTracks {
+		if err := ctxErr(ctx); err != nil {
+			return loadedTracks{err: err}
+		}
+		var lt loadedTracks
+		if lt.smps, lt.err = readView(v, floats, list[i], mint, maxt, &lt.st); lt.err == nil {
+			lt.hists, lt.err = readView(v, histograms, list[i], mint, maxt, &lt.st)
+		}
+		return lt
+	})
+	return vs
 }
 
 // LabelNames returns the sorted label names of the series matching ms.
@@ -382,6 +393,7 @@ type viewSet struct {
 	err        error
 	st         readStats
 	observed   bool
+	la         *lookahead[loadedTracks]
 }
 
 func (vs *viewSet) Next() bool {
@@ -404,14 +416,12 @@ func (vs *viewSet) next() bool {
 			return false
 		}
 		s := vs.list[vs.i]
-		smps, err := readView(vs.v, floats, s, vs.mint, vs.maxt, &vs.st)
-		if err != nil {
-			vs.err = err
-			return false
-		}
-		hists, err := readView(vs.v, histograms, s, vs.mint, vs.maxt, &vs.st)
-		if err != nil {
-			vs.err = err
+		lt := vs.la.get(vs.i)
+		smps, hists := lt.smps, lt.hists
+		vs.st.bucketBytes += lt.st.bucketBytes
+		vs.st.bucketBlocks += lt.st.bucketBlocks
+		if lt.err != nil {
+			vs.err = lt.err
 			return false
 		}
 		if len(smps) == 0 && len(hists) == 0 {

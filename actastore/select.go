@@ -32,7 +32,44 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)}
 	}
-	return &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)}}
+	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)}}
+	if s.tier != nil && len(list) > 1 {
+		// Files may be in the bucket: load the next series while one is read.
+		ss.la = newLookahead(len(list), tierLookahead, func(i int) loadedTracks {
+			if err := ctxErr(ctx); err != nil {
+				return loadedTracks{err: err}
+			}
+			lt := loadedTracks{st: readStats{localOnly: ss.st.localOnly}}
+			lt.smps, lt.hists, lt.err = loadTracks(s, list[i], mint, maxt, &lt.st)
+			return lt
+		})
+	}
+	return ss
+}
+
+// tierLookahead is how many series a Select of a store with a tier loads
+// ahead of its reader (ranged GETs in flight at once).
+const tierLookahead = 16
+
+// loadedTracks is one series' samples as a lookahead loaded them.
+type loadedTracks struct {
+	smps  []Sample
+	hists []HistogramSample
+	st    readStats
+	err   error
+}
+
+// loadTracks reads a series' samples of every kind in [mint, maxt].
+func loadTracks(s *Store, ms *memSeries, mint, maxt int64, st *readStats) ([]Sample, []HistogramSample, error) {
+	smps, err := readTrack(s, floats, ms, mint, maxt, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	hists, err := readTrack(s, histograms, ms, mint, maxt, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return smps, hists, nil
 }
 
 // matchSeries returns the series matching ms, sorted by labels.
@@ -247,6 +284,7 @@ type seriesSet struct {
 	err        error
 	st         readStats // what the object store served (tier_read.go)
 	observed   bool
+	la         *lookahead[loadedTracks] // with a tier: series loaded ahead
 }
 
 func (ss *seriesSet) Next() bool {
@@ -276,12 +314,17 @@ func (ss *seriesSet) next() bool {
 			return false
 		}
 		ms := ss.list[ss.i]
-		smps, err := readTrack(ss.s, floats, ms, ss.mint, ss.maxt, &ss.st)
-		if err != nil {
-			ss.err = err
-			return false
+		var smps []Sample
+		var hists []HistogramSample
+		var err error
+		if ss.la != nil {
+			lt := ss.la.get(ss.i)
+			smps, hists, err = lt.smps, lt.hists, lt.err
+			ss.st.bucketBytes += lt.st.bucketBytes
+			ss.st.bucketBlocks += lt.st.bucketBlocks
+		} else {
+			smps, hists, err = loadTracks(ss.s, ms, ss.mint, ss.maxt, &ss.st)
 		}
-		hists, err := readTrack(ss.s, histograms, ms, ss.mint, ss.maxt, &ss.st)
 		if err != nil {
 			ss.err = err
 			return false
