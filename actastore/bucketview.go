@@ -271,6 +271,14 @@ func (v *BucketView) Stats() (instances, series, files int, refreshed time.Time,
 	return len(v.states), len(v.series), len(v.objects), v.refreshed, v.lastErr
 }
 
+// CountRetention adds a bucket retention pass run beside the view (a query
+// instance that owns retention) to the view's metrics, so its owner
+// reports what a writer owning it would.
+func (v *BucketView) CountRetention(res bucket.RetentionResult) {
+	v.m.retentionDeleted.Add(float64(res.Deleted))
+	v.m.retentionDeletedBytes.Add(float64(res.Bytes))
+}
+
 // openObject opens a bucket file for the reader cache (keyed by object key).
 func (v *BucketView) openObject(key string) (*acta.Reader, bool, error) {
 	v.mu.RLock()

@@ -475,6 +475,16 @@ func TestTierBucketRetention(t *testing.T) {
 	if len(st.Files) != 0 {
 		t.Fatalf("the index still names %d expired files", len(st.Files))
 	}
+	// Their objects go a delete delay after that index.
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := s.TierCycle(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	s.tier.c.List(context.Background(), "t/w1/series/", true, func(bucket.ObjectInfo) error { n++; return nil })
+	if n != 0 {
+		t.Fatalf("%d objects of expired files are left", n)
+	}
 }
 
 // A new data directory with the instance ID of a prefix that holds index

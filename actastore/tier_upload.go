@@ -720,8 +720,11 @@ func tierRetentionDrop[S any](s *Store, k kind[S], ms *memSeries, start int64) (
 }
 
 // dropExpired drops from their tracks the uploaded files past the bucket
-// retention horizon (their objects are the retention owner's to delete)
-// and removes series left without files. It returns how many went.
+// retention horizon and removes series left without files. Their objects
+// go a delete delay after an index without them is published, as other
+// removed files' do: once a writer drops a file its index no longer names
+// it, so the retention owner, which deletes what indexes name, would not
+// see it. It returns how many went.
 func (t *tier) dropExpired(h bucket.Horizon) int {
 	if h.MinTime == 0 {
 		return 0
@@ -770,7 +773,7 @@ func (t *tier) dropExpired(h bucket.Horizon) int {
 		if cur := t.files[f.FileID]; cur != nil && cur.CRC == f.CRC {
 			delete(t.files, f.FileID)
 		}
-		t.pending = append(t.pending, pendingRec{rec: recs[i], id: f.FileID, crc: f.CRC})
+		t.pending = append(t.pending, pendingRec{rec: recs[i], id: f.FileID, crc: f.CRC, doomKey: t.key(f), doomSize: f.Size})
 	}
 	t.mu.Unlock()
 	if _, err := s.removeSeries(touched); err != nil {

@@ -17,9 +17,10 @@ import (
 // least DeleteDelay ago: every reader that looks at the horizon more
 // often than that ignores it by then, so no reader is left reading a
 // deleted object.
-// Each writer drops the expired files from its own index at its next
-// upload cycle; an instance that no longer runs keeps naming them in its
-// last index, and readers keep ignoring them.
+// Each writer drops the expired files from its series and its next index,
+// and deletes their objects a delete delay after publishing it; the owner
+// deletes those an index still names (a writer that no longer runs, or
+// lags), and readers ignore them meanwhile.
 
 // Horizon is the retention.json object (docs/format/bucket.md).
 type Horizon struct {

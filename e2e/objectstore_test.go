@@ -466,16 +466,17 @@ func TestObjectStoreWriterAndQueryInstance(t *testing.T) {
 	})
 
 	t.Run("bucket retention", func(t *testing.T) {
-		// Expire the files that end before h-4h+30m: obj_a's first three
-		// hours.
+		// The query instance owns bucket retention (a writer can too:
+		// actastore's TestTierBucketRetention). Expire the files that end
+		// before h-4h+30m: obj_a's first three hours.
 		maxAge := time.Since(time.UnixMilli(h - 4*hour + 30*60000)).Round(time.Second)
-		writer.writeConfig(t, nodeConfig(w, writer.addr, writer.dir, "w1", fmt.Sprintf(
-			"    local_retention: 0s\n    retention: {max_age: %s, owner: true, interval: 1s}", maxAge), rot))
-		if err := writer.p.stop(syscall.SIGTERM, time.Minute); err != nil {
+		query.writeConfig(t, nodeConfig(w, query.addr, query.dir, "", fmt.Sprintf(
+			"    query:\n      refresh_interval: 1s\n    retention: {max_age: %s, owner: true, interval: 1s}", maxAge), rot))
+		if err := query.p.stop(syscall.SIGTERM, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		before := len(w.objects(t, objBucket, "e2e/w1/series/"))
-		writer.start(t)
+		query.start(t)
 		cut := h - 4*hour
 		deadline := time.Now().Add(time.Minute)
 		for len(w.objects(t, objBucket, "e2e/w1/series/")) != before-40*3 {
@@ -485,9 +486,16 @@ func TestObjectStoreWriterAndQueryInstance(t *testing.T) {
 			time.Sleep(250 * time.Millisecond)
 		}
 		checkRead(t, "writer after bucket retention", writer.base(), "obj_a", samplesIn(a, cut), 0, math.MaxInt64)
-		time.Sleep(2 * time.Second)
 		checkRead(t, "query instance after bucket retention", query.base(), "obj_a", samplesIn(a, cut), 0, math.MaxInt64)
 		checkRead(t, "query instance after bucket retention", query.base(), "obj_c", all.only("obj_c"), 0, math.MaxInt64)
+		// The writer's next index no longer names them.
+		deadline = time.Now().Add(30 * time.Second)
+		for writer.metric(t, "acta_tier_expired_files_total") != 40*3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the writer dropped %v expired files, want 120", writer.metric(t, "acta_tier_expired_files_total"))
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 	})
 
 	for _, n := range []*actaNode{writer, query} {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/auth"
+	"github.com/acta-remote/acta-remote/bucket"
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/otlp"
 	"github.com/acta-remote/acta-remote/remoteread"
@@ -46,6 +47,13 @@ func serveQuery(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	q, err := newFanout(cfg, view, log, reg)
 	if err != nil {
 		return err
+	}
+	if r := cfg.Storage.ObjectStore.Retention; r.Owner {
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go runBucketRetention(rctx, c.NewRetainer(bucket.Layout{Prefix: cfg.Storage.ObjectStore.Prefix}, bucket.RetentionOptions{
+			Owner: "query", MaxAge: time.Duration(r.MaxAge), DeleteDelay: cfg.Storage.ObjectStore.DeleteDelay, MaxIndexRaw: 1 << 30,
+		}), r.Interval, log.With("component", "bucket_retention"), view)
 	}
 	authn, tlsCfg, err := security(cfg, log)
 	if err != nil {
@@ -188,4 +196,26 @@ func peekErr(s actastore.SeriesSet) error {
 		return p.Failed()
 	}
 	return nil
+}
+
+// runBucketRetention runs bucket retention every interval until ctx ends
+// (a query instance that owns it; a writer runs it in its upload cycle).
+func runBucketRetention(ctx context.Context, rt *bucket.Retainer, interval time.Duration, log *slog.Logger, view *actastore.BucketView) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		res, err := rt.Run(ctx, time.Now())
+		view.CountRetention(res)
+		log.Debug("bucket retention pass", "expired", res.Expired, "deleted", res.Deleted, "horizon", time.UnixMilli(res.Horizon.MinTime).UTC())
+		if err != nil && ctx.Err() == nil {
+			log.Warn("bucket retention", "err", err)
+		} else if res.Deleted > 0 {
+			log.Info("bucket retention", "deleted", res.Deleted, "bytes", res.Bytes, "horizon", time.UnixMilli(res.Horizon.MinTime).UTC())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
