@@ -196,6 +196,12 @@ func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64
 	var errs []error
 	for _, f := range spans {
 		path := filePath(s.dir, k, ms.ref, f.start)
+		if skip, err := tierBeforeDelete(s, k, ms, f.start, mint, maxt); skip || err != nil {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("delete from %s: %w", path, err))
+			}
+			continue
+		}
 		gone, changed, err := rewriteWithout(s, k, ms, path, mint, maxt)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete from %s: %w", path, err))

@@ -79,6 +79,15 @@
 // DeleteSeries removes a range of matching series durably: WAL tombstones
 // (type 8) first, then heads and files (delete.go).
 //
+// # Object storage
+//
+// With Options.Tier, sealed files are uploaded to an S3-compatible bucket
+// (package bucket), verified, published in the bucket's index, and their
+// local copies deleted after the local retention; such a file stays in
+// its track's file list and reads fetch its blocks from the bucket
+// (tier*.go, the rules in tier.go). BucketView is the read-only store
+// over every writer prefix of a bucket (query mode).
+//
 // # Durability
 //
 // With SyncAlways (the default) Commit returns only after the WAL records of
@@ -109,8 +118,10 @@
 //     flushes, and removal or rewrite of its files.
 //  5. registry.mu — series maps and the label index.
 //  6. memSeries.mu — one series' tracks and exemplars; never two at once.
-//  7. writerCache.mu, then (after releasing it) writerEntry.mu; metaStore.mu
-//     and maintainer.cmu are leaves. The WAL's own locks are below all.
+//  7. writerCache.mu, then (after releasing it) writerEntry.mu; metaStore.mu,
+//     maintainer.cmu and tier.mu are leaves. The WAL's own locks are below
+//     all. tier.cycleLock (one upload cycle at a time) is taken before
+//     anything else the cycle takes, as maint.mu is.
 //
 // No file I/O happens under registry.mu or memSeries.mu: file reads for
 // duplicate detection and for Select run between critical sections.

@@ -48,7 +48,13 @@ func histFilePath(root string, ref uint64, start int64) string {
 //
 // rc caches readers across calls; nil opens the file afresh.
 func readFile[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, fn func(run []S) error) (lo, hi int64, ok bool, err error) {
-	r, done, err := rc.open(path)
+	return readFileStats(k, rc, path, mint, maxt, nil, fn)
+}
+
+// readFileStats is readFile counting, in st (nil: not counted), the bytes
+// of the blocks it reads from the object store.
+func readFileStats[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, st *readStats, fn func(run []S) error) (lo, hi int64, ok bool, err error) {
+	r, done, remote, err := rc.open(path)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -71,6 +77,9 @@ func readFile[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, 
 			continue
 		}
 		b, err := r.ReadBlock(i)
+		if remote {
+			st.fetched(bi.Bytes)
+		}
 		if err != nil {
 			return lo, hi, ok, fmt.Errorf("read block %d (offset %d): %w", i, bi.Offset, err)
 		}

@@ -210,6 +210,10 @@ func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rot
 // buffered, same newest sample). It returns the allocated bytes freed and
 // whether the file went.
 func deleteFile[S any](s *Store, k kind[S], ms *memSeries, f rotation.File) (freed int64, gone bool, err error) {
+	if s.tier != nil {
+		// With a tier only local copies go, of files uploaded already.
+		return tierRetentionDrop(s, k, ms, f.Start)
+	}
 	mu := s.flushLock(ms) // no flush may write the file meanwhile
 	mu.Lock()
 	defer mu.Unlock()

@@ -97,6 +97,11 @@ type Options struct {
 	// (Maintain runs one pass).
 	MaintenanceInterval time.Duration
 
+	// Tier uploads sealed files to an object store and reads them from
+	// there once their local copy is gone (tier.go); nil keeps everything
+	// local.
+	Tier *TierOptions
+
 	Logger     *slog.Logger          // default slog.Default()
 	Registerer prometheus.Registerer // nil registers nothing
 	Now        func() time.Time      // default time.Now; tests inject a clock

@@ -54,6 +54,7 @@ type ReadOnly struct {
 	fs          []Sample
 	hs          []HistogramSample
 	lb          labels.ScratchBuilder
+	tier        *readOnlyTier // the server uploads to an object store (readonly_tier.go)
 }
 
 // walSeries is what one WAL segment holds of one series, in WAL order;
@@ -109,6 +110,9 @@ func OpenReadOnlyFor(dir string, ms ...*labels.Matcher) (*ReadOnly, error) {
 		r.keep = ms
 	}
 	if _, err := r.Reload(); err != nil {
+		return nil, err
+	}
+	if err := r.loadTier(); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -516,9 +520,10 @@ func readOnlyFiles[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) 
 	if err != nil {
 		return nil, err
 	}
+	files, rc := r.withBucketFiles(k.id(), ref, files)
 	var runs [][]S
 	for _, f := range SkipSealedBefore(files, mint) {
-		_, _, _, err := readFile(k, nil, f.Path, mint, maxt, func(run []S) error {
+		_, _, _, err := readFile(k, rc, f.Path, mint, maxt, func(run []S) error {
 			runs = append(runs, run)
 			return nil
 		})

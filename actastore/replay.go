@@ -273,6 +273,10 @@ func repairTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	}
 	kept := tr.files[:0]
 	for _, start := range tr.files {
+		if _, only := s.tier.bucketOnly(k.id(), ms.ref, start); only {
+			kept = append(kept, start) // whole when uploaded; nothing local to repair
+			continue
+		}
 		path := filePath(s.dir, k, ms.ref, start)
 		res, err := repairFile(path)
 		if err != nil {
@@ -316,6 +320,12 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	mint, maxt := k.ts(tr.head[0]), k.ts(tr.head[len(tr.head)-1])
 	inFile := make(map[int64]struct{})
 	for i, start := range tr.files {
+		if _, only := s.tier.bucketOnly(k.id(), ms.ref, start); only {
+			// Uploaded long after these samples' WAL segment was deleted,
+			// in practice; reading it would make Open wait on the bucket.
+			// A copy flushed again is merged away by reads.
+			continue
+		}
 		path := filePath(s.dir, k, ms.ref, start)
 		_, hi, ok, err := readFile(k, nil, path, mint, maxt, func(run []S) error {
 			for _, smp := range run {

@@ -60,6 +60,12 @@ func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S) (written 
 			start = curStart
 		}
 		path = filePath(s.dir, k, ms.ref, start)
+		if !part.Create {
+			// An idle newest file may exist only in the bucket (tier.go).
+			if err := s.tier.ensureLocal(k.id(), ms.ref, start); err != nil {
+				return written, path, err
+			}
+		}
 		if err := writeBlocks(s, k, ms, path, start, part.Create, smps[part.Lo:part.Hi]); err != nil {
 			return written, path, err
 		}

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -34,7 +33,50 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)}
 	}
-	return &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1}
+	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)}}
+	if len(list) > 1 {
+		// Decode the next series on the other cores while one is read
+		// (file decoding is most of a wide query's cost); with files in a
+		// bucket, keep more ranged GETs in flight.
+		n := 2 * runtime.GOMAXPROCS(0)
+		if s.tier != nil {
+			n = max(n, tierLookahead)
+		}
+		ss.la = newLookahead(len(list), n, func(i int) loadedTracks {
+			if err := ctxErr(ctx); err != nil {
+				return loadedTracks{err: err}
+			}
+			lt := loadedTracks{st: readStats{localOnly: ss.st.localOnly}}
+			lt.smps, lt.hists, lt.err = loadTracks(s, list[i], mint, maxt, &lt.st)
+			return lt
+		})
+	}
+	return ss
+}
+
+// tierLookahead is how many series a Select of a store with a tier loads
+// ahead of its reader (ranged GETs in flight at once).
+const tierLookahead = 16
+
+// loadedTracks is one series' samples as a lookahead loaded them.
+type loadedTracks struct {
+	smps  []Sample
+	hists []HistogramSample
+	st    readStats
+	err   error
+}
+
+// loadTracks reads a series' samples of every kind in [mint, maxt].
+func loadTracks(s *Store, ms *memSeries, mint, maxt int64, st *readStats) ([]Sample, []HistogramSample, error) {
+	smps, err := readTrack(s, floats, ms, mint, maxt, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	hists, err := readTrack(s, histograms, ms, mint, maxt, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return smps, hists, nil
 }
 
 // matchSeries returns the series matching ms, sorted by labels.
@@ -112,7 +154,10 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 // then the flushing buffer, then the head). The head is copied before the
 // files are read: a flush running meanwhile moves samples from head to
 // file, so they are seen at least once (twice at worst, and merged).
-func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) ([]S, error) {
+//
+// st (nil: not counted) counts what is read from the object store; with
+// st.localOnly, files that exist only there are skipped.
+func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) ([]S, error) {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
 	if tr == nil {
@@ -126,8 +171,13 @@ func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) ([]S
 
 	var runs [][]S
 	for _, f := range files {
+		if st != nil && st.localOnly {
+			if _, only := s.tier.bucketOnly(k.id(), ms.ref, f.start); only {
+				continue
+			}
+		}
 		path := filePath(s.dir, k, ms.ref, f.start)
-		lo, _, ok, err := readFile(k, s.readers, path, mint, maxt, func(run []S) error {
+		lo, _, ok, err := readFileStats(k, s.readers, path, mint, maxt, st, func(run []S) error {
 			runs = append(runs, run)
 			return nil
 		})
@@ -229,11 +279,8 @@ func dedupeSorted[S any](k kind[S], r []S) []S {
 	return r
 }
 
-// seriesSet loads the selected series in order. With more than one series
-// it loads ahead on up to GOMAXPROCS goroutines (file decoding is most of a
-// wide query's cost), at most prefetchPerWorker series per worker ahead of
-// the consumer, and hands them out in order; Close (or reaching the end)
-// stops the loaders.
+// seriesSet loads the selected series in order, a few ahead of its
+// reader (lookahead) when there is more than one.
 type seriesSet struct {
 	s          *Store
 	ctx        context.Context
@@ -243,135 +290,70 @@ type seriesSet struct {
 	cur        *loadedSeries
 	total      int64
 	err        error
-
-	queue chan chan loadResult // futures, in series order
-	done  chan struct{}        // closed by Close or at the end: loaders stop
-	once  sync.Once
-}
-
-// loadResult is one loaded series (nil when it has nothing in range).
-type loadResult struct {
-	ls  *loadedSeries
-	err error
-}
-
-const prefetchPerWorker = 4
-
-// load reads one series of every kind.
-func (ss *seriesSet) load(ms *memSeries) loadResult {
-	if err := ctxErr(ss.ctx); err != nil {
-		return loadResult{err: err}
-	}
-	smps, err := readTrack(ss.s, floats, ms, ss.mint, ss.maxt)
-	if err != nil {
-		return loadResult{err: err}
-	}
-	hists, err := readTrack(ss.s, histograms, ms, ss.mint, ss.maxt)
-	if err != nil {
-		return loadResult{err: err}
-	}
-	if len(smps) == 0 && len(hists) == 0 {
-		return loadResult{}
-	}
-	return loadResult{ls: &loadedSeries{lset: ms.lset, samples: smps, hists: hists}}
-}
-
-// start runs the loaders: a producer hands out jobs in order, each with the
-// future it completes; the queue of futures bounds how far ahead they get.
-func (ss *seriesSet) start() {
-	workers := min(runtime.GOMAXPROCS(0), len(ss.list))
-	ss.queue = make(chan chan loadResult, workers*prefetchPerWorker)
-	ss.done = make(chan struct{})
-	type job struct {
-		ms  *memSeries
-		fut chan loadResult
-	}
-	jobs := make(chan job, workers)
-	go func() {
-		defer close(jobs)
-		defer close(ss.queue)
-		for _, ms := range ss.list {
-			fut := make(chan loadResult, 1)
-			select {
-			case ss.queue <- fut:
-			case <-ss.done:
-				return
-			}
-			select {
-			case jobs <- job{ms, fut}:
-			case <-ss.done:
-				return
-			}
-		}
-	}()
-	for range workers {
-		go func() {
-			for j := range jobs {
-				j.fut <- ss.load(j.ms)
-			}
-		}()
-	}
-}
-
-func (ss *seriesSet) stop() {
-	ss.once.Do(func() {
-		if ss.done != nil {
-			close(ss.done)
-		}
-	})
+	st         readStats // what the object store served (tier_read.go)
+	observed   bool
+	la         *lookahead[loadedTracks] // with a tier: series loaded ahead
 }
 
 func (ss *seriesSet) Next() bool {
 	if ss.err != nil {
 		return false
 	}
+	if !ss.next() {
+		ss.observe()
+		return false
+	}
+	return true
+}
+
+// observe reports the set's object store reads once, when it ends.
+func (ss *seriesSet) observe() {
+	if !ss.observed {
+		ss.observed = true
+		ss.s.tier.observeQuery(&ss.st)
+	}
+}
+
+func (ss *seriesSet) next() bool {
 	for ss.i+1 < len(ss.list) {
 		ss.i++
-		var r loadResult
-		if len(ss.list) == 1 {
-			r = ss.load(ss.list[ss.i])
-		} else {
-			if ss.queue == nil {
-				ss.start()
-			}
-			fut, ok := <-ss.queue
-			if !ok {
-				ss.err = errors.New("BUG: series loaders stopped early")
-				return false
-			}
-			r = <-fut
-		}
-		if r.err != nil {
-			ss.err = r.err
-			ss.stop()
+		if err := ctxErr(ss.ctx); err != nil {
+			ss.err = err
 			return false
 		}
-		if r.ls == nil {
+		ms := ss.list[ss.i]
+		var smps []Sample
+		var hists []HistogramSample
+		var err error
+		if ss.la != nil {
+			lt := ss.la.get(ss.i)
+			smps, hists, err = lt.smps, lt.hists, lt.err
+			ss.st.bucketBytes += lt.st.bucketBytes
+			ss.st.bucketBlocks += lt.st.bucketBlocks
+		} else {
+			smps, hists, err = loadTracks(ss.s, ms, ss.mint, ss.maxt, &ss.st)
+		}
+		if err != nil {
+			ss.err = err
+			return false
+		}
+		if len(smps) == 0 && len(hists) == 0 {
 			continue
 		}
-		ss.total += int64(len(r.ls.samples) + len(r.ls.hists))
+		ss.total += int64(len(smps) + len(hists))
 		if lim := ss.s.opts.MaxQuerySamples; lim > 0 && ss.total > lim {
 			ss.err = fmt.Errorf("%w: more than %d samples selected", ErrQueryLimit, lim)
-			ss.stop()
 			return false
 		}
-		ss.cur = r.ls
+		ss.cur = &loadedSeries{lset: ms.lset, samples: smps, hists: hists}
 		return true
 	}
-	ss.stop()
 	return false
 }
 
-func (ss *seriesSet) At() Series { return ss.cur }
-func (ss *seriesSet) Err() error { return ss.err }
-
-// Close stops the loaders; a set not iterated to its end must be closed.
-func (ss *seriesSet) Close() error {
-	ss.stop()
-	ss.list = nil
-	ss.cur = nil
-	return nil
-}
+func (ss *seriesSet) At() Series   { return ss.cur }
+func (ss *seriesSet) Err() error   { return ss.err }
+func (ss *seriesSet) Close() error { ss.observe(); ss.list = nil; ss.cur = nil; return nil }
 
 // loadedSeries is one series with its selected samples of every kind.
 type loadedSeries struct {

@@ -23,7 +23,10 @@ type Config struct {
 	// loopback only: exposing the server is a deliberate choice.
 	Listen string `yaml:"listen"`
 	// DataDir holds the WAL, the series catalog and the series files.
-	DataDir     string            `yaml:"data_dir"`
+	DataDir string `yaml:"data_dir"`
+	// Mode is "write" (ingest; the default) or "query" (read-only over a
+	// bucket's every writer prefix: storage.object_store).
+	Mode        string            `yaml:"mode"`
 	Log         LogConfig         `yaml:"log"`
 	Storage     StorageConfig     `yaml:"storage"`
 	RemoteWrite RemoteWriteConfig `yaml:"remote_write"`
@@ -124,6 +127,9 @@ type StorageConfig struct {
 	// the head (MaxHeadBytes is lowered to fit), half for requests in
 	// flight (Validate refuses max_concurrent x body sizes above it).
 	MemoryBudget ByteSize `yaml:"memory_budget"`
+	// ObjectStore uploads sealed series files to an S3-compatible bucket
+	// and reads them from there (objectstore.go).
+	ObjectStore ObjectStoreConfig `yaml:"object_store"`
 }
 
 // RemoteWriteConfig bounds what one remote-write request may cost.

@@ -121,7 +121,30 @@ func TestLoadBad(t *testing.T) {
 	f("bad_tls_half.yaml", "tls:", "cert_file and key_file must be set together")
 	f("bad_tls_client_ca.yaml", "tls.client_ca_file:", "needs tls.cert_file and tls.key_file")
 	f("bad_query_timeout.yaml", "query.timeout:", "must be between 1s and 24h0m0s, got 0s")
+	f("bad_objstore_endpoint.yaml", "storage.object_store.endpoint:", `without a scheme, got "https://s3.example.com"`)
+	f("bad_objstore_bucket.yaml", "storage.object_store.bucket:", `got "Metrics_Bucket"`)
+	f("bad_objstore_instance.yaml", "storage.object_store.instance_id:", "each writer needs its own")
+	f("bad_objstore_max_age.yaml", "rotation.retention.max_age:", "storage.object_store.local_retention")
+	f("bad_objstore_retention_owner.yaml", "storage.object_store.retention.max_age:", `invalid duration "1y"`)
+	f("bad_objstore_retention_notowner.yaml", "storage.object_store.retention.max_age:", "storage.object_store.retention.owner: true")
+	f("bad_objstore_keys.yaml", "storage.object_store.access_key_id_file:", "must be set together")
+	f("bad_mode_query.yaml", "mode:", "set storage.object_store.enabled")
+	f("bad_mode.yaml", "mode:", `got "read"`)
+	f("bad_objstore_writers.yaml", "storage.object_store.query.writers:", "only a query-mode server")
+	f("bad_objstore_query_url.yaml", "storage.object_store.query.writers:", `entry 0: want an http(s) remote-read URL`)
 	f("bad_memory_budget.yaml", "storage.memory_budget:", "requests in flight may hold 12457082880 bytes (remote_write 64 x (33554432 + 134217728)")
+}
+
+func TestObjectStoreQueryMode(t *testing.T) {
+	c, err := Load(filepath.Join("testdata", "good_objstore_query.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Storage.ObjectStore
+	if c.Mode != ModeQuery || !o.Enabled || o.Prefix != "prod/eu" || !o.Retention.Owner || time.Duration(o.Retention.MaxAge) != 90*24*time.Hour ||
+		len(o.Query.Writers) != 2 || !o.Query.PartialResponse || o.PartSize != 64<<20 || o.Query.RefreshInterval != time.Minute {
+		t.Errorf("query-mode config: %+v", c)
+	}
 }
 
 func TestParseByteSize(t *testing.T) {

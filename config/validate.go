@@ -52,6 +52,7 @@ func (c *Config) Validate() error {
 
 	c.validateRotation(&v)
 	c.validateQuery(&v)
+	c.validateObjectStore(&v)
 
 	w := c.RemoteWrite
 	v.rangeInt("remote_write.max_body_bytes", int64(w.MaxBodyBytes), 1<<10, 1<<30)

@@ -19,14 +19,14 @@ func init() {
 	register("query", "print the samples and native histograms of the series matching a selector, read from a data directory", runQuery)
 }
 
-const queryUsage = "usage: acta-remote query --data-dir DIR [--start T] [--end T] [--json] 'SELECTOR'  (T: RFC 3339 or Unix ms)"
+const queryUsage = "usage: acta-remote query --data-dir DIR [--config FILE] [--start T] [--end T] [--json] 'SELECTOR'  (T: RFC 3339 or Unix ms; --config: the server's, to read files that exist only in its storage.object_store bucket)"
 
 // runQuery reads the data directory directly, without the server and
 // without its lock, so it works while the server runs (and when it does
 // not): the series files merged with what the WAL holds, so it prints
 // every sample of both kinds the server acknowledged, flushed or not.
 func runQuery(args []string) int {
-	fa, err := parseSelectorArgs(args, []string{"json"}, []string{"data-dir", "start", "end"})
+	fa, err := parseSelectorArgs(args, []string{"json"}, []string{"data-dir", "start", "end", "config"})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote query: %v\n%s\n", err, queryUsage)
 		return exitError
@@ -50,6 +50,13 @@ func runQuery(args []string) int {
 		fmt.Fprintf(os.Stderr, "acta-remote query: %v\n", err)
 		return exitError
 	}
+	bucketOnly := 0
+	if path := fa.vals["config"]; path != "" {
+		if err := useBucket(ro, path); err != nil {
+			fmt.Fprintf(os.Stderr, "acta-remote query: --config: %v\n", err)
+			return exitError
+		}
+	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	p := printer{w: out, json: fa.bools["json"]}
@@ -60,6 +67,9 @@ func runQuery(args []string) int {
 			out.Flush()
 			fmt.Fprintf(os.Stderr, "acta-remote query: %v\n", err)
 			return exitError
+		}
+		if fa.vals["config"] == "" {
+			bucketOnly += ro.BucketOnlyFiles(s.Ref)
 		}
 		if len(rd.Floats)+len(rd.Histograms) == 0 {
 			continue
@@ -73,6 +83,9 @@ func runQuery(args []string) int {
 		return exitError
 	}
 	sum.report(os.Stderr, fa.vals["data-dir"], time.Now())
+	if bucketOnly > 0 {
+		fmt.Fprintf(os.Stderr, "acta-remote query: %d files of these series exist only in the object store and were left out; --config FILE (the server's) reads them\n", bucketOnly)
+	}
 	return exitOK
 }
 

@@ -58,7 +58,7 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 	rt.Handle("/api/v1/write", instrument("write",
 		remotewrite.New(store, writeLimits(cfg.RemoteWrite), log.With("component", "remote_write"), reg)))
 	rt.Handle("/api/v1/read", instrument("read",
-		remoteread.New(store, readLimits(cfg.RemoteRead), log.With("component", "remote_read"), reg)))
+		localOnly(remoteread.New(store, readLimits(cfg.RemoteRead), log.With("component", "remote_read"), reg))))
 	// The Prometheus query API (PromQL, series, labels, metadata, status,
 	// admin): one route per endpoint, so each is counted apart.
 	for _, qr := range queryapi.New(store, queryOptions(cfg, log, reg)).Routes() {
@@ -98,4 +98,16 @@ func pprofHandler() http.Handler {
 	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return m
+}
+
+// localOnly serves a remote read that carries remoteread.LocalOnlyHeader
+// (a query instance's fan-out) from the head and local files only: the
+// query instance reads the bucket itself.
+func localOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(remoteread.LocalOnlyHeader) != "" {
+			r = r.WithContext(actastore.WithLocalOnly(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
