@@ -26,6 +26,7 @@ import (
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/histfile"
 	"github.com/acta-remote/acta-remote/histfile/histtest"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 const (
@@ -304,7 +305,7 @@ func TestServeDiskFullMixed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("disk-full test skipped in -short mode")
 	}
-	root := mountTmpfs(t, 8<<20)
+	root := testkit.MountTmpfs(t, 8<<20)
 	cfg := config.Default()
 	cfg.DataDir = filepath.Join(root, "data")
 	cfg.Listen = freeAddr(t)
@@ -328,7 +329,7 @@ func TestServeDiskFullMixed(t *testing.T) {
 	}
 
 	filler := filepath.Join(root, "filler")
-	fillDisk(t, filler)
+	testkit.FillDisk(t, filler)
 	flushErrs0 := metricValue(t, url, "acta_store_flush_errors_total")
 	// Five seconds: the histogram heads' age flush (4 s) comes due too.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {

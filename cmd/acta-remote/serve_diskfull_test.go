@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,46 +19,8 @@ import (
 
 	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/config"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes on a fresh directory for the
-// test's life. A real full disk needs root and mount; elsewhere the test
-// is skipped with the reason.
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot mount a %d-byte tmpfs for a real disk-full test (needs root and mount): %v %s", size, err, bytes.TrimSpace(out))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fillDisk writes path until the file system has not a byte left.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for _, n := range []int{64 << 10, 4096, 1} {
-		for {
-			if _, err := f.Write(chunk[:n]); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("filling %s: %v", path, err)
-				}
-				break
-			}
-		}
-	}
-}
 
 const dfSeries = 40
 
@@ -104,7 +62,7 @@ func TestServeDiskFull(t *testing.T) {
 	if testing.Short() {
 		t.Skip("disk-full test skipped in -short mode")
 	}
-	root := mountTmpfs(t, 8<<20)
+	root := testkit.MountTmpfs(t, 8<<20)
 	cfg := config.Default()
 	cfg.DataDir = filepath.Join(root, "data")
 	cfg.Listen = freeAddr(t)
@@ -149,7 +107,7 @@ func TestServeDiskFull(t *testing.T) {
 	}
 
 	filler := filepath.Join(root, "filler")
-	fillDisk(t, filler)
+	testkit.FillDisk(t, filler)
 	flushErrs0 := metric("acta_store_flush_errors_total")
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
@@ -275,7 +233,7 @@ func TestServeDiskFullKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("disk-full test skipped in -short mode")
 	}
-	root := mountTmpfs(t, 8<<20)
+	root := testkit.MountTmpfs(t, 8<<20)
 	bin := buildBinary(t)
 	cfgFile := filepath.Join(t.TempDir(), "acta.yaml")
 	if err := os.WriteFile(cfgFile, []byte(`
@@ -303,7 +261,7 @@ otlp:
 		t.Fatalf("write before the disk fills: %d", c)
 	}
 	filler := filepath.Join(root, "filler")
-	fillDisk(t, filler)
+	testkit.FillDisk(t, filler)
 	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); {
 		if c := dw.write("full", 5); c != http.StatusNoContent && c < 500 {
 			t.Errorf("write on a full disk: %d, want 5xx (or 204)", c)
