@@ -1,27 +1,25 @@
 package actastore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/actastore/wal"
-	"github.com/prometheus/prometheus/model/labels"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // The crash test re-executes the test binary as a child that appends
@@ -216,56 +214,14 @@ func runCrashChild(t *testing.T, dir string, round int, d time.Duration) map[int
 	return runChild(t, "TestCrashChild", dir, round, d)
 }
 
-// runChild runs the child test child for about d, kills it and returns
-// the set of acknowledged batch numbers.
+// runChild runs the child test child on dir for round for about d, kills
+// it and returns the set of acknowledged batch numbers.
 func runChild(t *testing.T, child, dir string, round int, d time.Duration) map[int]bool {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvRound+"="+strconv.Itoa(round))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	acked := map[int]bool{}
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		readyOnce := sync.OnceFunc(func() { close(ready) })
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "ready":
-				readyOnce()
-			case strings.HasPrefix(line, "ack "):
-				n, _ := strconv.Atoi(line[4:])
-				acked[n] = true
-			case strings.HasPrefix(line, "error"):
-				done <- fmt.Errorf("child: %s", line)
-				readyOnce()
-				io.Copy(io.Discard, out)
-				return
-			}
-		}
-		readyOnce()
-		done <- nil
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("child never became ready")
-	}
-	time.Sleep(d)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cerr := <-done
-	cmd.Wait()
-	if cerr != nil {
-		t.Fatalf("round %d: %v", round, cerr)
+	env := []string{crashEnvDir + "=" + dir, crashEnvRound + "=" + strconv.Itoa(round)}
+	for _, n := range testkit.RunAndKill(t, child, env, d) {
+		acked[n] = true
 	}
 	return acked
 }
