@@ -15,10 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/acta-remote/acta-remote/acta"
@@ -118,10 +116,9 @@ func (w *dmWriter) write(phase string, n int64) int {
 		req.Timeseries = append(req.Timeseries, s)
 	}
 	req.Symbols = st.Symbols()
-	b, _ := req.Marshal()
 	code := 0
-	hreq, _ := http.NewRequest(http.MethodPost, w.url+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, b)))
-	hreq.Header.Set("Content-Type", "application/x-protobuf;proto=io.prometheus.write.v2.Request")
+	hreq, _ := http.NewRequest(http.MethodPost, w.url+"/api/v1/write", bytes.NewReader(testkit.RW2(req)))
+	hreq.Header.Set("Content-Type", testkit.ContentTypeRW2)
 	hreq.Header.Set("Content-Encoding", "snappy")
 	hreq.Header.Set("X-Prometheus-Remote-Write-Version", "2.0.0")
 	if resp, err := w.client.Do(hreq); err == nil {
@@ -156,33 +153,9 @@ func (w *dmWriter) write(phase string, n int64) int {
 // float samples and native histograms, every field as stored.
 func readKinds(t *testing.T, url, nameRE string) (dataset, hdataset) {
 	t.Helper()
-	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: math.MinInt64, EndTimestampMs: math.MaxInt64,
-		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "__name__", Value: nameRE}}}}}
-	b, _ := rr.Marshal()
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, b)))
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("read: %d %s", resp.StatusCode, raw)
-	}
-	dec, err := snappy.Decode(nil, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r prompb.ReadResponse
-	if err := r.Unmarshal(dec); err != nil {
-		t.Fatal(err)
-	}
 	fd, hd := dataset{}, hdataset{}
 	var sb labels.ScratchBuilder
-	for _, ts := range r.Results[0].Timeseries {
+	for _, ts := range readSeries(t, url, allOf(nameRE)) {
 		k := ts.ToLabels(&sb, nil).String()
 		for _, s := range ts.Samples {
 			fd[k] = append(fd[k], sample{s.Timestamp, s.Value})

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/acta-remote/acta-remote/acta"
@@ -47,8 +46,7 @@ func dfBody(ts, n int64) []byte {
 		}
 		req.Timeseries = append(req.Timeseries, s)
 	}
-	b, _ := req.Marshal()
-	return snappy.Encode(nil, b)
+	return testkit.Encode(req)
 }
 
 // TestServeDiskFull runs the server on a small tmpfs and fills it while
