@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,31 +73,17 @@ func TestCrashChild(t *testing.T) {
 	round, _ := strconv.Atoi(os.Getenv(crashEnvRound))
 	s, err := Open(dir, crashOptions())
 	if err != nil {
-		fmt.Printf("error %v\n", err)
-		os.Exit(3)
+		testkit.Fail(err)
 	}
-	fmt.Println("ready")
-	var next atomic.Int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for g := 0; g < 2; g++ { // two appenders: group commit and interleaving
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				n := int(next.Add(1) - 1)
-				res, err := s.Append(context.Background(), crashBatch(round, n))
-				if err != nil || res.SamplesRejected != 0 {
-					fmt.Printf("error batch %d: %v %v\n", n, err, res.Errors)
-					os.Exit(4)
-				}
-				mu.Lock()
-				fmt.Printf("ack %d\n", n)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	testkit.Ready()
+	// Two appenders: group commit and interleaving.
+	testkit.Acknowledge(2, 0, func(n int) error {
+		res, err := s.Append(context.Background(), crashBatch(round, n))
+		if err == nil && res.SamplesRejected != 0 {
+			err = fmt.Errorf("%d samples rejected: %v", res.SamplesRejected, res.Errors)
+		}
+		return err
+	})
 }
 
 type countingHandler struct {
@@ -119,10 +104,7 @@ func TestCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test is slow")
 	}
-	rounds := 24
-	if v := os.Getenv("ACTASTORE_CRASH_ROUNDS"); v != "" {
-		rounds, _ = strconv.Atoi(v)
-	}
+	rounds := crashRounds("ACTASTORE_CRASH_ROUNDS", 24)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(42, 42))
 	// baseline: what a previous reopen returned; it must all survive.
@@ -212,6 +194,15 @@ func TestCrashKill9(t *testing.T) {
 // of acknowledged batch numbers.
 func runCrashChild(t *testing.T, dir string, round int, d time.Duration) map[int]bool {
 	return runChild(t, "TestCrashChild", dir, round, d)
+}
+
+// crashRounds is the number of rounds a crash test runs: def, or what the
+// environment variable env says (a longer soak, or a quick look).
+func crashRounds(env string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(env)); err == nil {
+		return n
+	}
+	return def
 }
 
 // runChild runs the child test child on dir for round for about d, kills

@@ -88,29 +88,26 @@ func TestRotationCrashChild(t *testing.T) {
 	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	s, err := Open(dir, opts)
 	if err != nil {
-		fmt.Printf("error %v\n", err)
-		os.Exit(3)
+		testkit.Fail(err)
 	}
-	fmt.Println("ready")
-	for n := start; ; n++ {
+	testkit.Ready()
+	testkit.Acknowledge(1, start, func(n int) error { // one appender: batches in order
 		res, err := s.Append(ctx, rotCrashBatch(n))
-		if err != nil || res.SamplesRejected != 0 {
-			fmt.Printf("error batch %d: %v %v\n", n, err, res.Errors)
-			os.Exit(4)
+		if err == nil && res.SamplesRejected != 0 {
+			err = fmt.Errorf("%d samples rejected: %v", res.SamplesRejected, res.Errors)
 		}
-		clk.Set(rotCrashT(n)) // data time drives head age, rotation and retention
-		fmt.Printf("ack %d\n", n)
-	}
+		if err == nil {
+			clk.Set(rotCrashT(n)) // data time drives head age, rotation and retention
+		}
+		return err
+	})
 }
 
 func TestRotationCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test is slow")
 	}
-	rounds := 20
-	if v := os.Getenv("ACTASTORE_ROTCRASH_ROUNDS"); v != "" {
-		rounds, _ = strconv.Atoi(v)
-	}
+	rounds := crashRounds("ACTASTORE_ROTCRASH_ROUNDS", 20)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 7))
 	next, tmps, compacted := 0, 0, 0

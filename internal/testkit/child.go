@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -23,8 +24,9 @@ import (
 // "ack N" once work item N is durable. A line starting "error" fails the
 // test, as does a child that ends by itself rather than by the kill, or
 // never gets ready. Its stderr goes to this process's stderr. What the
-// child does is the caller's; crash tests use it to kill a writer at a
-// random moment and then check that every acknowledged item survived.
+// child does is the caller's (Ready, Fail and Acknowledge speak for it);
+// crash tests use it to kill a writer at a random moment and then check
+// that every acknowledged item survived.
 func RunAndKill(t testing.TB, child string, env []string, after time.Duration) []int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
@@ -81,4 +83,48 @@ func RunAndKill(t testing.TB, child string, env []string, after time.Duration) [
 		t.Fatalf("child %s %v ended by itself before the kill: %v", child, env, werr)
 	}
 	return acks
+}
+
+// The child's side of RunAndKill's protocol.
+
+// Ready tells the parent the child is set up: the kill may come from now.
+func Ready() { fmt.Println("ready") }
+
+// Fail tells the parent the child failed before its work began and ends
+// the process with status 3.
+func Fail(err error) {
+	fmt.Printf("error %v\n", err)
+	os.Exit(3)
+}
+
+// Acknowledge runs do(n) for n = first, first+1, ... on workers goroutines
+// (each n once; with one worker, in order) and prints "ack N" once do(n)
+// returned nil. An error is printed as "error item N: ..." and ends the
+// process with status 4. It never returns: the parent kills the process.
+func Acknowledge(workers, first int, do func(n int) error) {
+	var mu sync.Mutex
+	next := first
+	claim := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		next++
+		return next - 1
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				n := claim()
+				err := do(n)
+				mu.Lock() // one line at a time, never two interleaved
+				if err != nil {
+					fmt.Printf("error item %d: %v\n", n, err)
+					os.Exit(4)
+				}
+				fmt.Printf("ack %d\n", n)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -7,7 +7,7 @@
 //     real ENOSPC for disk-full tests.
 //   - child.go: RunAndKill, the crash tests' child: the test binary run
 //     again as a child that acknowledges work on stdout and is killed with
-//     SIGKILL.
+//     SIGKILL; Ready, Fail and Acknowledge, the child's side.
 //   - wire.go: Remote-Write 1.0/2.0 and Remote-Read request bodies
 //     (protobuf in one snappy block) and prompb label lists.
 //   - http.go: Send and Post, one HTTP request answered with its status,

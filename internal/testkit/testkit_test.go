@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -142,10 +143,48 @@ func TestKitChild(t *testing.T) {
 	if os.Getenv("TESTKIT_CHILD") == "" {
 		t.Skip("only run as TestRunAndKill's child")
 	}
-	fmt.Println("ready")
-	for n := 0; ; n++ {
-		fmt.Printf("ack %d\n", n)
-		time.Sleep(time.Millisecond)
+	Ready()
+	switch os.Getenv("TESTKIT_CHILD") {
+	case "fail":
+		Acknowledge(2, 0, func(n int) error {
+			if n == 3 {
+				return errors.New("boom")
+			}
+			return nil
+		})
+	case "exit":
+		os.Exit(0)
+	}
+	Acknowledge(1, 0, func(int) error { time.Sleep(time.Millisecond); return nil })
+}
+
+// fatalRecorder is a testing.TB whose Fatal ends only its goroutine and
+// keeps the message, so a test can watch another helper fail.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalRecorder) Helper() {}
+func (f *fatalRecorder) Fatal(args ...any) {
+	f.msg = fmt.Sprint(args...)
+	runtime.Goexit()
+}
+func (f *fatalRecorder) Fatalf(format string, args ...any) { f.Fatal(fmt.Sprintf(format, args...)) }
+
+// A child's error line, and a child that ends by itself, fail the test.
+func TestRunAndKillFails(t *testing.T) {
+	for mode, want := range map[string]string{"fail": "error item 3: boom", "exit": "ended by itself before the kill"} {
+		f := &fatalRecorder{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			RunAndKill(f, "TestKitChild", []string{"TESTKIT_CHILD=" + mode}, 100*time.Millisecond)
+		}()
+		<-done
+		if !strings.Contains(f.msg, want) {
+			t.Errorf("child %s: RunAndKill failed with %q, want %q", mode, f.msg, want)
+		}
 	}
 }
 
