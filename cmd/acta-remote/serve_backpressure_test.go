@@ -21,7 +21,6 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/internal/testkit"
@@ -401,15 +400,8 @@ func bpRead(url string, ms []*prompb.LabelMatcher, f func(i string, ts []int64, 
 			var ts []int64
 			var vs []float64
 			for _, ch := range cs.Chunks {
-				chk, err := chunkenc.FromData(chunkenc.EncXOR, ch.Data)
-				if err != nil {
+				if err := xorSamples(ch.Data, func(t int64, v float64) { ts, vs = append(ts, t), append(vs, v) }); err != nil {
 					return err
-				}
-				it := chk.Iterator(nil)
-				for it.Next() != chunkenc.ValNone {
-					t, v := it.At()
-					ts = append(ts, t)
-					vs = append(vs, v)
 				}
 			}
 			f(id, ts, vs)

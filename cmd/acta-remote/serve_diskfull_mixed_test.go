@@ -21,7 +21,6 @@ import (
 
 	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/actastore"
-	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/histfile"
 	"github.com/acta-remote/acta-remote/histfile/histtest"
 	"github.com/acta-remote/acta-remote/internal/testkit"
@@ -275,17 +274,7 @@ func (w *dmWriter) checkStore(t *testing.T, dataDir string) {
 // acknowledged is read back after space returns and after a restart, and
 // writes resume.
 func TestServeDiskFullMixed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("disk-full test skipped in -short mode")
-	}
-	root := testkit.MountTmpfs(t, 8<<20)
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(root, "data")
-	cfg.Listen = freeAddr(t)
-	cfg.OTLP.GRPC.Enabled = false
-	cfg.Storage.WALSegmentSize = 1 << 20
-	cfg.Storage.BlockRows = 1000
-	cfg.Storage.MaxHeadAge = time.Second
+	root, cfg := diskFullConfig(t)
 	srv := serveInProcess(t, cfg)
 	url := "http://" + cfg.Listen
 	w := &dmWriter{client: &http.Client{Timeout: 30 * time.Second}, url: url, codes: map[string]map[int]int{},

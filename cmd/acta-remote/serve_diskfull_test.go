@@ -49,6 +49,25 @@ func dfBody(ts, n int64) []byte {
 	return testkit.Encode(req)
 }
 
+// diskFullConfig mounts an 8 MiB tmpfs (root) and configures the
+// in-process server on it: 1 MiB WAL segments, 1000-row blocks and a
+// one-second head age, so flushes keep needing fresh pages.
+func diskFullConfig(t *testing.T) (root string, cfg *config.Config) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("disk-full test skipped in -short mode")
+	}
+	root = testkit.MountTmpfs(t, 8<<20)
+	cfg = config.Default()
+	cfg.DataDir = filepath.Join(root, "data")
+	cfg.Listen = freeAddr(t)
+	cfg.OTLP.GRPC.Enabled = false
+	cfg.Storage.WALSegmentSize = 1 << 20
+	cfg.Storage.BlockRows = 1000
+	cfg.Storage.MaxHeadAge = time.Second
+	return root, cfg
+}
+
 // TestServeDiskFull runs the server on a small tmpfs and fills it while
 // writes continue: writes fail with 5xx (nothing acknowledged that is not
 // in the WAL), the server stays up and keeps answering reads, block
@@ -57,17 +76,7 @@ func dfBody(ts, n int64) []byte {
 // (live, then after a restart), and every series file passes full Acta
 // validation.
 func TestServeDiskFull(t *testing.T) {
-	if testing.Short() {
-		t.Skip("disk-full test skipped in -short mode")
-	}
-	root := testkit.MountTmpfs(t, 8<<20)
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(root, "data")
-	cfg.Listen = freeAddr(t)
-	cfg.OTLP.GRPC.Enabled = false
-	cfg.Storage.WALSegmentSize = 1 << 20
-	cfg.Storage.BlockRows = 1000
-	cfg.Storage.MaxHeadAge = time.Second
+	root, cfg := diskFullConfig(t)
 	srv := serveInProcess(t, cfg)
 	url := "http://" + cfg.Listen
 	client := &http.Client{Timeout: 30 * time.Second}

@@ -248,6 +248,19 @@ func allOf(nameRE string) *prompb.Query {
 		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "__name__", Value: nameRE}}}
 }
 
+// xorSamples hands f every sample of an XOR chunk, in order.
+func xorSamples(data []byte, f func(t int64, v float64)) error {
+	chk, err := chunkenc.FromData(chunkenc.EncXOR, data)
+	if err != nil {
+		return err
+	}
+	it := chk.Iterator(nil)
+	for it.Next() != chunkenc.ValNone {
+		f(it.At())
+	}
+	return it.Err()
+}
+
 // read selects __name__=~nameRE over all time with the given response type.
 func read(t *testing.T, url, nameRE string, streamed bool) dataset {
 	t.Helper()
@@ -267,14 +280,8 @@ func read(t *testing.T, url, nameRE string, streamed bool) dataset {
 		for _, cs := range c.ChunkedSeries {
 			k := cs.ToLabels(&sb, nil).String()
 			for _, ch := range cs.Chunks {
-				chk, err := chunkenc.FromData(chunkenc.EncXOR, ch.Data)
-				if err != nil {
+				if err := xorSamples(ch.Data, func(ts int64, v float64) { out[k] = append(out[k], sample{ts, v}) }); err != nil {
 					return err
-				}
-				it := chk.Iterator(nil)
-				for it.Next() != chunkenc.ValNone {
-					ts, v := it.At()
-					out[k] = append(out[k], sample{ts, v})
 				}
 			}
 		}
