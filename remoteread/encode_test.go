@@ -3,7 +3,6 @@ package remoteread
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -18,10 +17,10 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 var (
@@ -55,8 +54,8 @@ func TestNegativeZeroSurvivesBothAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	query := q(0, math.MaxInt64, m(prompb.LabelMatcher_RE, "__name__", ".+"))
-	sameBits(t, "SAMPLES", readAll(t, rurl, readReq(samplesFirst, query), false)[0], data)
-	sameBits(t, "STREAMED_XOR_CHUNKS", readAll(t, rurl, readReq(bothTypes, query), true)[0], data)
+	sameBits(t, "SAMPLES", readAll(t, rurl, testkit.ReadRequest(samplesFirst, query), false)[0], data)
+	sameBits(t, "STREAMED_XOR_CHUNKS", readAll(t, rurl, testkit.ReadRequest(bothTypes, query), true)[0], data)
 }
 
 // manySeries stores n series of k samples (noise, so chunks are of real
@@ -85,18 +84,15 @@ func manySeries(t testing.TB, st store, n, k int) want {
 	return data
 }
 
-func post(t testing.TB, url string, body []byte) *http.Response {
+// post sends a read request as Prometheus does (Content-Type only) and
+// requires a 200.
+func post(t testing.TB, url string, body []byte) testkit.Answer {
 	t.Helper()
-	resp, err := http.Post(url, "application/x-protobuf", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	a := testkit.Post(t, url, map[string]string{"Content-Type": "application/x-protobuf"}, body)
+	if a.Code != http.StatusOK {
+		t.Fatalf("read: %d %s", a.Code, a.Body)
 	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		t.Fatalf("read: %d %s", resp.StatusCode, b)
-	}
-	return resp
+	return a
 }
 
 // The pipelined SAMPLES answer, series compressed one by one, decodes to
@@ -138,10 +134,7 @@ func TestSamplesAnswerIsPrometheusEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := post(t, rurl, readReq(samplesFirst, queries...))
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	got, err := snappy.Decode(nil, body)
+	got, err := snappy.Decode(nil, post(t, rurl, testkit.ReadRequest(samplesFirst, queries...)).Body)
 	if err != nil {
 		t.Fatalf("answer is not one snappy block: %v", err)
 	}
@@ -160,18 +153,10 @@ func TestStreamedAnswerShape(t *testing.T) {
 	rl.MaxBytesPerFrame = 2000
 	_, rurl := server(t, st, rl)
 	data := manySeries(t, st, 80, 1000)
-	resp := post(t, rurl, readReq(bothTypes, q(0, math.MaxInt64, m(prompb.LabelMatcher_EQ, "__name__", "many"))))
-	defer resp.Body.Close()
-	cr := remote.NewChunkedReader(resp.Body, 1<<24, nil)
+	a := post(t, rurl, testkit.ReadRequest(bothTypes, q(0, math.MaxInt64, m(prompb.LabelMatcher_EQ, "__name__", "many"))))
 	got := want{}
 	var order []string
-	for {
-		var cresp prompb.ChunkedReadResponse
-		if err := cr.NextProto(&cresp); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	err := testkit.Frames(bytes.NewReader(a.Body), 1<<24, func(cresp *prompb.ChunkedReadResponse) error {
 		if len(cresp.ChunkedSeries) != 1 {
 			t.Fatalf("frame holds %d series, want 1", len(cresp.ChunkedSeries))
 		}
@@ -207,6 +192,10 @@ func TestStreamedAnswerShape(t *testing.T) {
 				t.Fatalf("%s: a chunk of %d samples before the last", k, n)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if !slices.IsSorted(order) || len(order) != len(data) {
 		t.Fatalf("series came in this order (each once, sorted, wanted): %v", order)
@@ -222,7 +211,7 @@ func TestStreamClientGoneStopsPipeline(t *testing.T) {
 	rl.MaxSamplesPerQuery = 1 << 30
 	_, rurl := server(t, st, rl)
 	manySeries(t, st, 300, 3000)
-	body := readReq(bothTypes, q(0, math.MaxInt64, m(prompb.LabelMatcher_EQ, "__name__", "many")))
+	body := testkit.ReadRequest(bothTypes, q(0, math.MaxInt64, m(prompb.LabelMatcher_EQ, "__name__", "many")))
 	before := runtime.NumGoroutine()
 	for range 3 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -258,35 +247,24 @@ func TestEmptySeriesLeftOut(t *testing.T) {
 	}}
 	srv := httptest.NewServer(New(q, readLimits, nil, nil))
 	defer srv.Close()
-	resp := post(t, srv.URL, readReq(samplesFirst, q0()))
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	dec, err := snappy.Decode(nil, body)
+	rr, err := testkit.ReadResponse(post(t, srv.URL, testkit.ReadRequest(samplesFirst, q0())).Body)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var rr prompb.ReadResponse
-	if err := rr.Unmarshal(dec); err != nil {
 		t.Fatal(err)
 	}
 	if len(rr.Results) != 1 || len(rr.Results[0].Timeseries) != 1 || len(rr.Results[0].Timeseries[0].Samples) != 1 {
 		t.Fatalf("SAMPLES answer %v, want the one series with a sample", rr.Results)
 	}
-	resp = post(t, srv.URL, readReq(bothTypes, q0()))
-	defer resp.Body.Close()
-	cr := remote.NewChunkedReader(resp.Body, 1<<24, nil)
+	a := post(t, srv.URL, testkit.ReadRequest(bothTypes, q0()))
 	frames := 0
-	for {
-		var cresp prompb.ChunkedReadResponse
-		if err := cr.NextProto(&cresp); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	err = testkit.Frames(bytes.NewReader(a.Body), 1<<24, func(cresp *prompb.ChunkedReadResponse) error {
 		frames++
 		if cs := cresp.ChunkedSeries; len(cs) != 1 || len(cs[0].Chunks) == 0 || cs[0].Labels[0].Value != "b" {
 			t.Fatalf("frame %v, want series b with its chunk", cs)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if frames != 1 {
 		t.Fatalf("%d frames, want 1", frames)

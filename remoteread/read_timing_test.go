@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // BenchmarkRead reads 200 series x 2000 samples (flushed to their Acta
@@ -42,7 +43,7 @@ func BenchmarkRead(b *testing.B) {
 			m      *prompb.LabelMatcher
 			series int
 		}{{"all", m(prompb.LabelMatcher_EQ, "__name__", "bench"), nseries}, {"one", m(prompb.LabelMatcher_EQ, "i", "7"), 1}} {
-			body := readReq([]prompb.ReadRequest_ResponseType{typ}, q(0, math.MaxInt64, sel.m))
+			body := testkit.ReadRequest([]prompb.ReadRequest_ResponseType{typ}, q(0, math.MaxInt64, sel.m))
 			b.Run(typ.String()+"/"+sel.name, func(b *testing.B) {
 				b.ReportAllocs()
 				var n int64

@@ -8,6 +8,8 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // BenchmarkDecode measures the decoders alone on a Prometheus-shaped request
@@ -21,7 +23,7 @@ func BenchmarkDecode(b *testing.B) {
 	st := writev2.NewSymbolTable()
 	v2 := &writev2.Request{}
 	for i := range 2000 {
-		ls := pbLabels("__name__", fmt.Sprintf("metric_%d", i%50), "instance", fmt.Sprintf("10.0.%d.%d:9100", i/250, i%250), "job", "node", "mode", "idle")
+		ls := testkit.Labels("__name__", fmt.Sprintf("metric_%d", i%50), "instance", fmt.Sprintf("10.0.%d.%d:9100", i/250, i%250), "job", "node", "mode", "idle")
 		v1.Timeseries = append(v1.Timeseries, prompb.TimeSeries{Labels: ls, Samples: []prompb.Sample{{Value: float64(i), Timestamp: 1}}})
 		var refs []uint32
 		for _, l := range ls {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/acta-remote/acta-remote/apistatus"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
@@ -118,7 +119,7 @@ func FuzzDecode(f *testing.F) {
 	add := func(b []byte, _ error) { f.Add(b, false); f.Add(b, true) }
 	add((&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 		series("__name__", "m", "job", "a"),
-		{Labels: pbLabels("__name__", "h"), Histograms: []prompb.Histogram{{Timestamp: 1}}},
+		{Labels: testkit.Labels("__name__", "h"), Histograms: []prompb.Histogram{{Timestamp: 1}}},
 		series("b", "x", "a", "y"),
 	}}).Marshal())
 	req := v2Req([]string{"__name__", "m", "job", "a"}, []string{"job", "b"})

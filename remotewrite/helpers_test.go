@@ -1,11 +1,9 @@
 package remotewrite
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,17 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 const (
-	ctV1 = "application/x-protobuf;proto=prometheus.WriteRequest"
-	ctV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
+	ctV1 = testkit.ContentTypeRW1
+	ctV2 = testkit.ContentTypeRW2
 )
 
 // memAppender records committed batches (deep copies); err/errs let a
@@ -96,43 +94,12 @@ type answer struct {
 	written string
 }
 
+// post sends body with Content-Type ct and Content-Encoding enc, each left
+// out when empty.
 func post(t testing.TB, url, ct, enc string, body []byte) answer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ct != "" {
-		req.Header.Set("Content-Type", ct)
-	}
-	if enc != "" {
-		req.Header.Set("Content-Encoding", enc)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, string(b), resp.Header, resp.Header.Get(headerSamplesWritten)}
-}
-
-func v1Body(t testing.TB, ts ...prompb.TimeSeries) []byte {
-	t.Helper()
-	b, err := (&prompb.WriteRequest{Timeseries: ts}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snappy.Encode(nil, b)
-}
-
-func v2Body(t testing.TB, req *writev2.Request) []byte {
-	t.Helper()
-	b, err := req.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snappy.Encode(nil, b)
+	a := testkit.Post(t, url, map[string]string{"Content-Type": ct, "Content-Encoding": enc}, body)
+	return answer{a.Code, string(a.Body), a.Header, a.Header.Get(headerSamplesWritten)}
 }
 
 // v2Req symbolizes label sets (each "name", "value", ...) with one sample each.
@@ -175,16 +142,8 @@ func pairsLabels(b []byte) labels.Labels {
 	return sb.Labels()
 }
 
-func pbLabels(kv ...string) []prompb.Label {
-	var out []prompb.Label
-	for i := 0; i+1 < len(kv); i += 2 {
-		out = append(out, prompb.Label{Name: kv[i], Value: kv[i+1]})
-	}
-	return out
-}
-
 func series(kv ...string) prompb.TimeSeries {
-	return prompb.TimeSeries{Labels: pbLabels(kv...), Samples: []prompb.Sample{{Value: 1, Timestamp: 1000}}}
+	return prompb.TimeSeries{Labels: testkit.Labels(kv...), Samples: []prompb.Sample{{Value: 1, Timestamp: 1000}}}
 }
 
 func lbls(kv ...string) labels.Labels { return labels.FromStrings(kv...) }

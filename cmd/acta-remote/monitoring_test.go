@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,8 +22,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/acta-remote/acta-remote/actastore"
-	"github.com/acta-remote/acta-remote/otlp"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // The dashboard (monitoring/dashboard.json) and the alerting rules
@@ -45,26 +43,16 @@ func exportedFamilies(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := badInputConfig(dir)
-	log := slog.New(slog.DiscardHandler)
-	reg := newRegistry()
-	store, err := actastore.Open(cfg.DataDir, storeOptions(cfg, log, reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	rcv, err := otlp.New(otlpOptions(cfg.OTLP), store, log, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(newRouter(cfg, store, rcv, log, reg, nil))
-	defer srv.Close()
+	srv := startRouter(t, cfg)
+	defer srv.stop()
+	store := srv.store
 	now := time.Now().UnixMilli()
-	ts := prompb.TimeSeries{Labels: pbLabelsOf("__name__", "mon_test"), Samples: []prompb.Sample{{Timestamp: now, Value: 1}},
-		Exemplars: []prompb.Exemplar{{Labels: pbLabelsOf("trace_id", "t"), Value: 1, Timestamp: now}}}
-	if code, _ := bpPost(http.DefaultClient, srv.URL, rw1(ts)); code != http.StatusNoContent {
+	ts := prompb.TimeSeries{Labels: testkit.Labels("__name__", "mon_test"), Samples: []prompb.Sample{{Timestamp: now, Value: 1}},
+		Exemplars: []prompb.Exemplar{{Labels: testkit.Labels("trace_id", "t"), Value: 1, Timestamp: now}}}
+	if code, _ := bpPost(http.DefaultClient, srv.URL, testkit.RW1(ts)); code != http.StatusNoContent {
 		t.Fatalf("write: %d", code)
 	}
-	if code, _ := bpPost(http.DefaultClient, srv.URL, rw1(tsOf("job", "no_name"))); code != http.StatusBadRequest {
+	if code, _ := bpPost(http.DefaultClient, srv.URL, testkit.RW1(tsOf("job", "no_name"))); code != http.StatusBadRequest {
 		t.Fatalf("bad write: %d", code)
 	}
 	if err := store.FlushAll(); err != nil {
@@ -75,12 +63,7 @@ func exportedFamilies(t *testing.T) map[string]*dto.MetricFamily {
 	}
 	for _, typ := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS} {
 		body := rr([]*prompb.Query{rq(math.MinInt64, math.MaxInt64, lm(prompb.LabelMatcher_EQ, "__name__", "mon_test"))}, typ)
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/read", strings.NewReader(string(body)))
-		req.Header.Set("Content-Type", "application/x-protobuf")
-		req.Header.Set("Content-Encoding", "snappy")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
+		testkit.Post(t, srv.URL+"/api/v1/read", map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy"}, body)
 	}
 	if resp, err := http.Get(srv.URL + "/api/v1/query?" + url.Values{"query": {"mon_test"}}.Encode()); err == nil {
 		resp.Body.Close()

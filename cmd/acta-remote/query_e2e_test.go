@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"math"
 	"math/rand"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 )
@@ -107,32 +104,9 @@ func readMatching(t *testing.T, url string, ms []*labels.Matcher, mint, maxt int
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr := &prompb.ReadRequest{Queries: []*prompb.Query{q}}
-	b, _ := rr.Marshal()
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, b)))
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("read: %d %s", resp.StatusCode, raw)
-	}
-	dec, err := snappy.Decode(nil, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r prompb.ReadResponse
-	if err := r.Unmarshal(dec); err != nil {
-		t.Fatal(err)
-	}
 	out := dataset{}
 	var sb labels.ScratchBuilder
-	for _, ts := range r.Results[0].Timeseries {
+	for _, ts := range readSeries(t, url, q) {
 		k := ts.ToLabels(&sb, nil).String()
 		for _, s := range ts.Samples {
 			out[k] = append(out[k], sample{s.Timestamp, s.Value})

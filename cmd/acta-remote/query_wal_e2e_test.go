@@ -15,6 +15,7 @@ import (
 
 	"github.com/acta-remote/acta-remote/histfile"
 	"github.com/acta-remote/acta-remote/histfile/histtest"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // headConfig keeps every sample in the head (and the WAL) for the default
@@ -177,7 +178,7 @@ func sendHistograms(t *testing.T, url string, ss []histSeries, v2 bool) {
 			req.Timeseries = append(req.Timeseries, ts)
 		}
 		b, _ := req.Marshal()
-		post(t, url, "application/x-protobuf;proto=prometheus.WriteRequest", b, "")
+		post(t, url, testkit.ContentTypeRW1, b, "")
 		return
 	}
 	st := writev2.NewSymbolTable()
@@ -202,7 +203,7 @@ func sendHistograms(t *testing.T, url string, ss []histSeries, v2 bool) {
 	}
 	req.Symbols = st.Symbols()
 	b, _ := req.Marshal()
-	post(t, url, "application/x-protobuf;proto=io.prometheus.write.v2.Request", b, strconv.Itoa(floats))
+	post(t, url, testkit.ContentTypeRW2, b, strconv.Itoa(floats))
 }
 
 // TestQueryTailHistograms writes every histtest case (every schema, float

@@ -15,17 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/actastore"
-	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/histfile"
 	"github.com/acta-remote/acta-remote/histfile/histtest"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 const (
@@ -117,10 +115,9 @@ func (w *dmWriter) write(phase string, n int64) int {
 		req.Timeseries = append(req.Timeseries, s)
 	}
 	req.Symbols = st.Symbols()
-	b, _ := req.Marshal()
 	code := 0
-	hreq, _ := http.NewRequest(http.MethodPost, w.url+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, b)))
-	hreq.Header.Set("Content-Type", "application/x-protobuf;proto=io.prometheus.write.v2.Request")
+	hreq, _ := http.NewRequest(http.MethodPost, w.url+"/api/v1/write", bytes.NewReader(testkit.RW2(req)))
+	hreq.Header.Set("Content-Type", testkit.ContentTypeRW2)
 	hreq.Header.Set("Content-Encoding", "snappy")
 	hreq.Header.Set("X-Prometheus-Remote-Write-Version", "2.0.0")
 	if resp, err := w.client.Do(hreq); err == nil {
@@ -155,33 +152,9 @@ func (w *dmWriter) write(phase string, n int64) int {
 // float samples and native histograms, every field as stored.
 func readKinds(t *testing.T, url, nameRE string) (dataset, hdataset) {
 	t.Helper()
-	rr := &prompb.ReadRequest{Queries: []*prompb.Query{{StartTimestampMs: math.MinInt64, EndTimestampMs: math.MaxInt64,
-		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "__name__", Value: nameRE}}}}}
-	b, _ := rr.Marshal()
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, b)))
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("read: %d %s", resp.StatusCode, raw)
-	}
-	dec, err := snappy.Decode(nil, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r prompb.ReadResponse
-	if err := r.Unmarshal(dec); err != nil {
-		t.Fatal(err)
-	}
 	fd, hd := dataset{}, hdataset{}
 	var sb labels.ScratchBuilder
-	for _, ts := range r.Results[0].Timeseries {
+	for _, ts := range readSeries(t, url, allOf(nameRE)) {
 		k := ts.ToLabels(&sb, nil).String()
 		for _, s := range ts.Samples {
 			fd[k] = append(fd[k], sample{s.Timestamp, s.Value})
@@ -301,17 +274,7 @@ func (w *dmWriter) checkStore(t *testing.T, dataDir string) {
 // acknowledged is read back after space returns and after a restart, and
 // writes resume.
 func TestServeDiskFullMixed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("disk-full test skipped in -short mode")
-	}
-	root := mountTmpfs(t, 8<<20)
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(root, "data")
-	cfg.Listen = freeAddr(t)
-	cfg.OTLP.GRPC.Enabled = false
-	cfg.Storage.WALSegmentSize = 1 << 20
-	cfg.Storage.BlockRows = 1000
-	cfg.Storage.MaxHeadAge = time.Second
+	root, cfg := diskFullConfig(t)
 	srv := serveInProcess(t, cfg)
 	url := "http://" + cfg.Listen
 	w := &dmWriter{client: &http.Client{Timeout: 30 * time.Second}, url: url, codes: map[string]map[int]int{},
@@ -328,7 +291,7 @@ func TestServeDiskFullMixed(t *testing.T) {
 	}
 
 	filler := filepath.Join(root, "filler")
-	fillDisk(t, filler)
+	testkit.FillDisk(t, filler)
 	flushErrs0 := metricValue(t, url, "acta_store_flush_errors_total")
 	// Five seconds: the histogram heads' age flush (4 s) comes due too.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {

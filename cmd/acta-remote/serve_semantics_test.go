@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"io/fs"
-	"log/slog"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,36 +12,12 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/config"
-	"github.com/acta-remote/acta-remote/otlp"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
-// semanticsServer is the real router over a real store in dir.
-type semanticsServer struct {
-	store *actastore.Store
-	http  *httptest.Server
-}
-
-func startSemantics(t *testing.T, cfg *config.Config) *semanticsServer {
-	t.Helper()
-	log := slog.New(slog.DiscardHandler)
-	reg := newRegistry()
-	store, err := actastore.Open(cfg.DataDir, storeOptions(cfg, log, reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rcv, err := otlp.New(otlpOptions(cfg.OTLP), store, log, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &semanticsServer{store: store, http: httptest.NewServer(newRouter(cfg, store, rcv, log, reg, nil))}
-}
-
-func (s *semanticsServer) stop() { s.http.Close(); s.store.Close() }
-
 // series returns every stored sample of the series named name.
-func (s *semanticsServer) series(t *testing.T, name string) (labels.Labels, []prompb.Sample) {
+func (s *testRouter) series(t *testing.T, name string) (labels.Labels, []prompb.Sample) {
 	t.Helper()
 	ss := s.store.Select(context.Background(), math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", name))
 	defer ss.Close()
@@ -112,16 +83,15 @@ func TestSampleSemanticsThroughHandler(t *testing.T) {
 	}
 	newest := prompb.Sample{Timestamp: now - 60_000, Value: 99}
 
-	srv := startSemantics(t, cfg)
-	defer func() { srv.stop() }()
+	srv := startRouter(t, cfg)
 	post := func(want int, ts ...prompb.TimeSeries) {
 		t.Helper()
-		if code, msg := postBody(t, srv.http.URL, rw1(ts...)); code != want {
+		if code, msg := postBody(t, srv.URL, testkit.RW1(ts...)); code != want {
 			t.Fatalf("got %d %q, want %d", code, msg, want)
 		}
 	}
 	m := func(samples ...prompb.Sample) prompb.TimeSeries {
-		return prompb.TimeSeries{Labels: pbLabelsOf("__name__", "m", "job", "j"), Samples: samples}
+		return prompb.TimeSeries{Labels: testkit.Labels("__name__", "m", "job", "j"), Samples: samples}
 	}
 	want := append(append([]prompb.Sample{}, orig...), newest)
 	check := func(stage string) {
@@ -145,7 +115,7 @@ func TestSampleSemanticsThroughHandler(t *testing.T) {
 		// Another value at a stored timestamp, in the oldest hour, the
 		// middle, and the head's newest.
 		for _, ts := range []int64{orig[0].Timestamp, orig[9].Timestamp, newest.Timestamp} {
-			code, msg := postBody(t, srv.http.URL, rw1(m(prompb.Sample{Timestamp: ts, Value: -1})))
+			code, msg := postBody(t, srv.URL, testkit.RW1(m(prompb.Sample{Timestamp: ts, Value: -1})))
 			if code != 400 || !strings.Contains(msg, "duplicate") {
 				t.Fatalf("%s: conflicting value at %d: %d %q, want 400 duplicate", stage, ts, code, msg)
 			}
@@ -172,7 +142,7 @@ func TestSampleSemanticsThroughHandler(t *testing.T) {
 	}
 	conflictAndResend("compacted")
 	srv.stop()
-	srv = startSemantics(t, cfg)
+	srv = startRouter(t, cfg)
 	conflictAndResend("restarted")
 
 	// Out of bounds: 400 naming the bound, counted by reason; the series
@@ -188,12 +158,12 @@ func TestSampleSemanticsThroughHandler(t *testing.T) {
 		{math.MinInt64, "below the oldest timestamp accepted"},
 		{-1000, "below the oldest timestamp accepted"},
 	} {
-		code, msg := postBody(t, srv.http.URL, rw1(m(prompb.Sample{Timestamp: c.ts, Value: 1})))
+		code, msg := postBody(t, srv.URL, testkit.RW1(m(prompb.Sample{Timestamp: c.ts, Value: 1})))
 		if code != 400 || !strings.Contains(msg, c.says) {
 			t.Errorf("timestamp %d: %d %q, want 400 %q", c.ts, code, msg, c.says)
 		}
 	}
-	if got := metricValue(t, srv.http.URL, `acta_remote_write_samples_rejected_total{reason="out_of_bounds"}`); got != 6 {
+	if got := metricValue(t, srv.URL, `acta_remote_write_samples_rejected_total{reason="out_of_bounds"}`); got != 6 {
 		t.Errorf("out_of_bounds rejections counted %v, want 6", got)
 	}
 	late := prompb.Sample{Timestamp: newest.Timestamp - 30_000, Value: 7}
@@ -208,7 +178,7 @@ func TestSampleSemanticsThroughHandler(t *testing.T) {
 	if ls.String() != `{Host="a", __name__="sorted"}` || ls.Len() != 2 || len(got) != 1 {
 		t.Errorf("unsorted labels stored as %v with %d samples", ls, len(got))
 	}
-	if n := metricValue(t, srv.http.URL, "acta_store_series_labels_sorted_total"); n != 1 {
+	if n := metricValue(t, srv.URL, "acta_store_series_labels_sorted_total"); n != 1 {
 		t.Errorf("labels sorted counted %v, want 1", n)
 	}
 
@@ -217,9 +187,9 @@ func TestSampleSemanticsThroughHandler(t *testing.T) {
 	ex := func(n int, ts int64) prompb.Exemplar {
 		return prompb.Exemplar{Labels: []prompb.Label{{Name: "trace_id", Value: strings.Repeat("a", n-len("trace_id"))}}, Value: 1, Timestamp: ts}
 	}
-	post(204, prompb.TimeSeries{Labels: pbLabelsOf("__name__", "ex"), Samples: []prompb.Sample{{Timestamp: now - 2000, Value: 1}},
+	post(204, prompb.TimeSeries{Labels: testkit.Labels("__name__", "ex"), Samples: []prompb.Sample{{Timestamp: now - 2000, Value: 1}},
 		Exemplars: []prompb.Exemplar{ex(200, now-2000)}})
-	post(204, prompb.TimeSeries{Labels: pbLabelsOf("__name__", "ex"), Samples: []prompb.Sample{{Timestamp: now - 1000, Value: 2}},
+	post(204, prompb.TimeSeries{Labels: testkit.Labels("__name__", "ex"), Samples: []prompb.Sample{{Timestamp: now - 1000, Value: 2}},
 		Exemplars: []prompb.Exemplar{ex(128, now-1000)}})
 	if _, got := srv.series(t, "ex"); len(got) != 2 {
 		t.Errorf("ex: %d samples stored, want 2", len(got))
@@ -237,7 +207,7 @@ func TestSampleSemanticsThroughHandler(t *testing.T) {
 	if len(kept) != 1 || kept[0] != now-1000 {
 		t.Errorf("exemplars kept at %v, want only the 128-character one at %d", kept, now-1000)
 	}
-	if n := metricValue(t, srv.http.URL, `acta_store_samples_rejected_total{reason="exemplar_labels_too_long"}`); n != 1 {
+	if n := metricValue(t, srv.URL, `acta_store_samples_rejected_total{reason="exemplar_labels_too_long"}`); n != 1 {
 		t.Errorf("long exemplars counted %v, want 1", n)
 	}
 }
@@ -246,15 +216,6 @@ func TestSampleSemanticsThroughHandler(t *testing.T) {
 // answer's text.
 func postBody(t *testing.T, url string, body []byte) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(body))
-	for k, v := range rwHeaders(ctRW1) {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(msg)
+	a := testkit.Post(t, url+"/api/v1/write", rwHeaders(testkit.ContentTypeRW1), body)
+	return a.Code, string(a.Body)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // segmentConfig: 1 MiB WAL segments (the smallest allowed), heads flushed
@@ -110,7 +112,7 @@ func TestTailWALSegmentDeleted(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("WAL segment %d still there after 60 s: %v", held, segs)
 		}
-		post(t, p.url, "application/x-protobuf;proto=prometheus.WriteRequest", fillerRequest(ts), "")
+		post(t, p.url, testkit.ContentTypeRW1, fillerRequest(ts), "")
 		ts += 10000
 		time.Sleep(300 * time.Millisecond)
 	}
