@@ -121,7 +121,7 @@ func TestRouterPprof(t *testing.T) {
 	}
 
 	if !cfg.Debug.Pprof {
-		t.Fatal("debug.pprof is off by default; the README says on")
+		t.Fatal("debug.pprof is off by default; docs/configuration.md says on")
 	}
 	guarded := httptest.NewServer(newRouter(cfg, store, rcv, log, newRegistry(), authn))
 	defer guarded.Close()
