@@ -2,12 +2,13 @@
 // in-memory label index, one write-ahead log, in-memory heads, and Acta v0.2
 // files per series that heads are flushed into.
 //
-// Data flow (DESIGN.md): a receiver fills a Batch with a request's float
-// samples, native histograms, exemplars and metadata and calls Commit, which
-// checks every series and item, writes the accepted ones to the WAL with one
-// write (group commit, one fsync shared with concurrent commits), returns,
-// and adds them to the heads; flushes encode heads as TS_SORTED Acta blocks;
-// Select merges file blocks (pruned by their time bounds) with the heads.
+// Data flow (docs/architecture.md, "Data flow"): a receiver fills a Batch
+// with a request's float samples, native histograms, exemplars and
+// metadata and calls Commit, which checks every series and item, writes
+// the accepted ones to the WAL with one write (group commit, one fsync
+// shared with concurrent commits), returns, and adds them to the heads;
+// flushes encode heads as TS_SORTED Acta blocks; Select merges file blocks
+// (pruned by their time bounds) with the heads.
 //
 // # The series model
 //
@@ -68,8 +69,9 @@
 //
 // # Rotation, compaction, retention, deletion
 //
-// Each track has a sequence of files (Options.Rotation, package rotation):
-// flushes append to the newest only, and a new one starts at each
+// Each track, of every kind (float and histogram files alike), has a
+// sequence of files (Options.Rotation, package rotation): flushes append
+// to the newest only, and a new one starts at each
 // UTC-aligned period boundary or after a full file. Every sample of a file
 // is older than the next file's start, so Select skips files by name and by
 // their known smallest timestamp. A background pass (Maintain) deletes files

@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// tierMetrics are the object-storage tier's metrics (README "Object
-// storage").
+// tierMetrics are the object-storage tier's metrics (docs/object-storage.md,
+// "Metrics"; docs/metrics.md).
 type tierMetrics struct {
 	uploads               *prometheus.CounterVec
 	uploadedBytes         prometheus.Counter

@@ -2,7 +2,8 @@
 // every key has a default, strict decoding (unknown keys are errors), and
 // validation whose errors name the offending key and the reason.
 //
-// The key reference with defaults and meanings lives in README.md and in
+// The key reference with defaults and meanings lives in
+// docs/configuration.md (TestDocsDocumentEveryKey holds it to every key) and in
 // default.yaml (embedded: the server runs on it when no --config is given).
 package config
 

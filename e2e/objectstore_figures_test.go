@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 )
 
-// TestObjectStoreFigures measures the object-storage tier (README "Object
-// storage", figures): upload throughput, remote-read latency of one series
-// × 1 h and 1,000 series × 1 h from local files and from the bucket (the
-// writer with its local copies gone; a query instance, cold and warm), and
-// the bytes fetched per query against the size of the files holding the
-// hour. Run it on purpose:
+// TestObjectStoreFigures measures the object-storage tier
+// (docs/object-storage.md, "Figures"): upload throughput, remote-read
+// latency of one series × 1 h and 1,000 series × 1 h from local files and
+// from the bucket (the writer with its local copies gone; a query
+// instance, cold and warm), and the bytes fetched per query against the
+// size of the files holding the hour. Run it on purpose:
 //
 //	ACTA_E2E_FIGURES=1 go test -count=1 -run TestObjectStoreFigures -v ./e2e
 func TestObjectStoreFigures(t *testing.T) {

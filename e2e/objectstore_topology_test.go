@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// TestObjectStoreTopology runs the documented topology (README "Object
-// storage") with the configs in testdata: a real Prometheus scrapes itself
+// TestObjectStoreTopology runs the documented topology
+// (docs/object-storage.md, "Several instances, one bucket") with the configs in testdata: a real Prometheus scrapes itself
 // and a target every second and remote-writes to two acta-remote writers
 // (one remote_write entry each: Remote-Write 1.0 to writer a, 2.0 to
 // writer b, told apart by an rw label); the writers rotate every minute

@@ -243,7 +243,7 @@ func withEncCT(ct, enc string) map[string]string {
 // TestBadInputsTable sends every kind of bad input in badCases to the real
 // router over a real store and checks the status and the message. Nothing
 // named bad* may be stored. ACTA_BAD_INPUTS_MD=file writes the table as
-// Markdown (README, "Limits and security").
+// Markdown (docs/api.md, "Bad inputs").
 func TestBadInputsTable(t *testing.T) {
 	dir := t.TempDir()
 	cfg := badInputConfig(dir)
@@ -290,7 +290,11 @@ func TestBadInputsTable(t *testing.T) {
 		if c.code == 401 && a.Header.Get("WWW-Authenticate") == "" {
 			t.Errorf("%s: %s: 401 without WWW-Authenticate", c.endpoint, c.what)
 		}
-		fmt.Fprintf(&md, "| %d | %s | %s | %d | `%s` |\n", i+1, c.endpoint, c.what, c.code, strings.ReplaceAll(c.says, "|", `\|`))
+		says := "`" + strings.ReplaceAll(c.says, "|", `\|`) + "`"
+		if c.says == "" {
+			says = "(no body: accepted)"
+		}
+		fmt.Fprintf(&md, "| %d | %s | %s | %d | %s |\n", i+1, c.endpoint, c.what, c.code, says)
 	}
 	if len(cases) < 40 {
 		t.Errorf("only %d kinds of bad input", len(cases))

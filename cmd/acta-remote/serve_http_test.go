@@ -129,7 +129,7 @@ func TestRouterPprof(t *testing.T) {
 	}
 
 	if !cfg.Debug.Pprof {
-		t.Fatal("debug.pprof is off by default; the README says on")
+		t.Fatal("debug.pprof is off by default; docs/configuration.md says on")
 	}
 	guarded := srv.another(t, authn)
 	f(guarded, "/debug/pprof/", "", 401, "missing or invalid credentials")

@@ -155,7 +155,8 @@ func buildInfo() v1.PrometheusVersion {
 // compresses flushed blocks. Below it (the few dozen rows a live 15 s series
 // flushes every max_head_age) zstd saved 0-15% for 10-15x the flush CPU;
 // from about a hundred rows on it halves counter and gauge blocks
-// (acta/internal/encoding benchmark table, README "Performance").
+// (acta/internal/encoding benchmark table; docs/performance.md, "Disk bytes
+// per sample, compaction and write amplification").
 func flushZstdMinRows(codec string) int {
 	if codec == "auto" {
 		return 128
