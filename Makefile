@@ -1,6 +1,8 @@
-# acta-remote. `make test` is the one test command: vet, unit tests, a short
-# run of every fuzz target, then the end-to-end tests against real Prometheus
-# (built from the Go module proxy on first use, about 10 minutes on 2 cores).
+# acta-remote. `make test` is the one test command: vet, the S3-compatible
+# server the object-storage tests need (SeaweedFS), unit tests, a short run
+# of every fuzz target, then the end-to-end tests against real Prometheus
+# and SeaweedFS (both built from the Go module proxy on first use: about 10
+# and 5 minutes on 2 cores).
 
 GO       ?= go
 FUZZTIME ?= 10s
@@ -8,7 +10,7 @@ BIN      ?= bin/acta-remote
 # Arguments for `make run`, e.g. make run ARGS='--config acta-remote.yml'.
 ARGS     ?=
 
-.PHONY: all build run test vet unit fuzz e2e e2e-reference load clean
+.PHONY: all build run test vet seaweedfs unit fuzz e2e e2e-reference load clean
 
 all: build
 
@@ -18,11 +20,17 @@ build:
 run:
 	$(GO) run ./cmd/acta-remote $(ARGS)
 
-test: vet unit fuzz e2e
+test: vet seaweedfs unit fuzz e2e
 
 vet:
 	$(GO) vet ./...
 	cd e2e && $(GO) vet ./...
+
+# SeaweedFS's weed, built once into the e2e cache ($ACTA_E2E_CACHE, else
+# e2e/.bin), where the unit tests of bucket/ and actastore/ find it (they
+# skip their object-storage tests without it).
+seaweedfs:
+	cd e2e && $(GO) test -count=1 -run '^TestBuildSeaweedFS$$' ./...
 
 unit:
 	$(GO) test -count=1 -timeout 30m ./...

@@ -36,7 +36,7 @@ func (r *Reader) decodeBlockAt(m *blockMeta, want []int, budget int64, met *Scan
 	// The whole frame is read at once: its body CRC must hold before any of
 	// its streams is trusted. Its size was bounded by the limits at discovery.
 	buf := make([]byte, m.Bytes)
-	if _, err := r.f.ReadAt(buf, m.Offset); err != nil {
+	if _, err := r.ra.ReadAt(buf, m.Offset); err != nil {
 		return nil, 0, fmt.Errorf("read: %w", err)
 	}
 	met.BytesRead += m.Bytes
@@ -56,6 +56,9 @@ func (r *Reader) decodeBlockAt(m *blockMeta, want []int, budget int64, met *Scan
 	poff := hoff + int64(p.HeaderLen)
 	var h blockHeader
 	if err := ctx.parseBlockHeader(&h, hdr, hoff, p.PayloadLen, m.BaseRowID); err != nil {
+		return nil, 0, err
+	}
+	if err := checkKnown(m, &h); err != nil {
 		return nil, 0, err
 	}
 	rows := int(h.Rows)

@@ -154,6 +154,7 @@ type discoverer struct {
 	buf    []byte
 	win    []byte // read-ahead window: file bytes [winOff, winOff+len(win))
 	winOff int64
+	ahead  int // read-ahead; 0: readAhead
 	h      blockHeader
 }
 
@@ -167,7 +168,11 @@ func (d *discoverer) window(off, size int64) ([]byte, error) {
 	if off >= d.winOff && off+prefixSize <= d.winOff+int64(len(d.win)) {
 		return d.win[off-d.winOff:], nil
 	}
-	n := int(min(size-off, readAhead))
+	ahead := int64(readAhead)
+	if d.ahead > 0 {
+		ahead = int64(max(d.ahead, prefixSize))
+	}
+	n := int(min(size-off, ahead))
 	if cap(d.win) < n {
 		// Exactly n: most series files are far smaller than readAhead, and
 		// a reader is opened per query, so a full-size window would be

@@ -2,6 +2,7 @@ package acta
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -11,7 +12,8 @@ import (
 // concurrently with anything else on the same Reader.
 type Reader struct {
 	path   string
-	f      *os.File
+	f      *os.File    // nil for a reader over an io.ReaderAt (OpenReaderAt, OpenKnown)
+	ra     io.ReaderAt // every read goes here: f, or the caller's source
 	fi     os.FileInfo // identity at open, for Refresh
 	lim    Limits
 	fh     *fileHead
@@ -19,6 +21,8 @@ type Reader struct {
 	infos  []BlockInfo
 	ch     chain
 	tail   tailState
+	known  bool // blocks from OpenKnown, not discovered: no header lengths
+	ahead  int  // discovery read-ahead (OpenReaderAt); 0: readAhead
 }
 
 // Open opens path with DefaultLimits.
@@ -48,21 +52,31 @@ func newReader(path string, f *os.File, l Limits) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("acta: stat %s: %w", path, err)
 	}
-	r := &Reader{path: path, f: f, fi: fi, lim: l.withDefaults()}
-	r.fh, err = readHead(f, fi.Size(), &r.lim)
-	if err != nil {
+	r := &Reader{path: path, f: f, ra: f, fi: fi, lim: l.withDefaults()}
+	if err := r.discover(fi.Size()); err != nil {
 		return nil, err
 	}
-	d := discoverer{r: f, fh: r.fh}
-	r.blocks, r.ch, r.tail, err = d.run(r.fh.firstChain(), fi.Size(), nil)
+	return r, nil
+}
+
+// discover reads the prologue and schema and walks the frames of the
+// first size bytes of r.ra (§13.1).
+func (r *Reader) discover(size int64) error {
+	var err error
+	r.fh, err = readHead(r.ra, size, &r.lim)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	d := discoverer{r: r.ra, fh: r.fh, ahead: r.ahead}
+	r.blocks, r.ch, r.tail, err = d.run(r.fh.firstChain(), size, nil)
+	if err != nil {
+		return err
 	}
 	r.infos = make([]BlockInfo, len(r.blocks))
 	for i := range r.blocks {
 		r.infos[i] = r.blocks[i].BlockInfo
 	}
-	return r, nil
+	return nil
 }
 
 // Schema returns the file's schema.
@@ -87,8 +101,14 @@ func (r *Reader) IncompleteTail() bool { return r.tail.Incomplete }
 // Path returns the path the reader opened.
 func (r *Reader) Path() string { return r.path }
 
-// Close releases the file.
-func (r *Reader) Close() error { return r.f.Close() }
+// Close releases the file. A reader over an io.ReaderAt has none: Close
+// does nothing, and the caller keeps the source.
+func (r *Reader) Close() error {
+	if r.f == nil {
+		return nil
+	}
+	return r.f.Close()
+}
 
 // ReadBlock decodes every column of block i, verifying its body and stream
 // CRCs first. It never shares a scan's cumulative limits.

@@ -23,6 +23,9 @@ type RefreshReport struct {
 // than the committed end is ErrFileTruncated.
 func (r *Reader) Refresh() (RefreshReport, error) {
 	rep := RefreshReport{CommittedSize: r.ch.off, IncompleteTail: r.tail.Incomplete}
+	if r.f == nil {
+		return rep, fmt.Errorf("acta: refresh %s: %w", r.path, errNotAFile)
+	}
 	fi, err := os.Stat(r.path)
 	if err != nil {
 		return rep, fmt.Errorf("acta: refresh %s: %w", r.path, err)

@@ -237,7 +237,7 @@ func scanSalvage(path string, f *os.File, opts SalvageOptions) (*salvager, error
 	rep := sv.rep
 	rep.Size = fi.Size()
 	lim := opts.Limits.withDefaults()
-	sv.r = &Reader{path: path, f: f, lim: lim}
+	sv.r = &Reader{path: path, f: f, ra: f, lim: lim}
 	off, gap, err := sv.readHead(opts, &lim)
 	if err != nil {
 		return sv, err

@@ -72,9 +72,12 @@ func (r *Reader) validateBlock(m *blockMeta) error {
 	if err != nil {
 		return err
 	}
+	if r.known {
+		return fmt.Errorf("acta: validate block %d of %s: a reader from OpenKnown has no header lengths; validate the file itself", m.Seq, r.path)
+	}
 	hdr := make([]byte, m.headerLen)
 	hoff := m.Offset + prefixSize
-	if _, err := r.f.ReadAt(hdr, hoff); err != nil {
+	if _, err := r.ra.ReadAt(hdr, hoff); err != nil {
 		return err
 	}
 	var h blockHeader

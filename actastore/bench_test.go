@@ -158,11 +158,14 @@ func BenchmarkSelect(b *testing.B) {
 	if err := s.FlushAll(); err != nil {
 		b.Fatal(err)
 	}
-	m := labels.MustNewMatcher(labels.MatchEqual, "instance", ls[7].Get("instance"))
+	one := labels.MustNewMatcher(labels.MatchEqual, "instance", ls[7].Get("instance"))
+	all := labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")
 	for _, span := range []struct {
 		name string
 		ms   int64
-	}{{"1h", 3600_000}, {"24h", 86400_000}} {
+		m    *labels.Matcher
+	}{{"1h", 3600_000, one}, {"24h", 86400_000, one}, {"all-100-series-24h", 86400_000, all}} {
+		m := span.m
 		b.Run(span.name, func(b *testing.B) {
 			maxt := int64(steps-1) * 15000
 			b.ReportAllocs()

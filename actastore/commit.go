@@ -58,6 +58,7 @@ func (s *Store) Commit(ctx context.Context, b *Batch) (Result, error) {
 	}
 	pos, err := s.wal.Append(t.records()...)
 	if err != nil {
+		s.m.walErrors.Inc()
 		return Result{}, fmt.Errorf("append batch to WAL: %w", err)
 	}
 	for _, ms := range t.logged {
@@ -68,6 +69,7 @@ func (s *Store) Commit(ctx context.Context, b *Batch) (Result, error) {
 	if s.opts.WALSync == SyncAlways {
 		start := time.Now()
 		if err := s.wal.Sync(pos); err != nil {
+			s.m.walErrors.Inc()
 			return Result{}, fmt.Errorf("sync WAL: %w", err)
 		}
 		s.m.walFsync.Observe(time.Since(start).Seconds())
@@ -107,7 +109,10 @@ type txn struct {
 	defs   []seriesRec
 	logged []*memSeries
 	recs   [][]byte
-	buf    []byte
+	rb     recordBuilder
+	fs     []refSamples[Sample]
+	hs     []refSamples[HistogramSample]
+	es     []refExemplars
 	dups   [numKinds]int
 }
 
@@ -132,7 +137,7 @@ func (t *txn) begin(s *Store, res *Result) {
 // capacity (up to a bound, so one huge request does not pin its memory).
 func (t *txn) release() {
 	const maxPooled = 1 << 20
-	if cap(t.floats) > maxPooled || cap(t.hists) > maxPooled/16 || cap(t.exs) > maxPooled/16 || cap(t.buf) > 16<<20 ||
+	if cap(t.floats) > maxPooled || cap(t.hists) > maxPooled/16 || cap(t.exs) > maxPooled/16 || cap(t.rb.buf) > 16<<20 ||
 		cap(t.series) > 1<<16 || cap(t.defs) > 1<<12 || cap(t.logged) > 1<<12 {
 		return
 	}
@@ -143,8 +148,13 @@ func (t *txn) release() {
 	clear(t.defs)
 	clear(t.logged)
 	clear(t.recs)
+	clear(t.fs)
+	clear(t.hs)
+	clear(t.es)
+	t.rb.reset()
 	*t = txn{series: t.series[:0], floats: t.floats[:0], hists: t.hists[:0], exs: t.exs[:0], meta: t.meta[:0],
-		defs: t.defs[:0], logged: t.logged[:0], recs: t.recs[:0], buf: t.buf[:0], rs: resolver{canon: t.rs.canon[:0]}}
+		defs: t.defs[:0], logged: t.logged[:0], recs: t.recs[:0], rb: t.rb, fs: t.fs[:0], hs: t.hs[:0], es: t.es[:0],
+		rs: resolver{canon: t.rs.canon[:0]}}
 	txnPool.Put(t)
 }
 
@@ -165,6 +175,12 @@ func (t *txn) rejectSeries(d *SeriesData, reason string, err error) {
 // addSeries checks one series' items and keeps the accepted ones.
 func (t *txn) addSeries(d *SeriesData) {
 	if len(d.Samples) == 0 && len(d.Histograms) == 0 && len(d.Exemplars) == 0 {
+		return
+	}
+	if !t.anyStorable(d) {
+		// Every item fails a check that needs no series (bounds, validity):
+		// refuse them without creating a series that would hold nothing.
+		t.rejectUnstorable(d)
 		return
 	}
 	ms, reason, err := t.rs.resolve(d)
@@ -222,6 +238,48 @@ func (t *txn) addSeries(d *SeriesData) {
 	if ts.f1 > ts.f0 || ts.h1 > ts.h0 || ts.e1 > ts.e0 {
 		t.series = append(t.series, ts)
 	}
+}
+
+// anyStorable reports whether some item of d passes the checks that need
+// no series: the time bounds, a histogram's validity, an exemplar's label
+// length. For a new series any such item is stored, so a series is created
+// only when it will hold something.
+func (t *txn) anyStorable(d *SeriesData) bool {
+	b := t.bounds()
+	for _, smp := range d.Samples {
+		if smp.T <= b.max && smp.T >= b.min {
+			return true
+		}
+	}
+	for _, h := range d.Histograms {
+		if h.T <= b.max && h.T >= b.min && histograms.valid(h) == nil {
+			return true
+		}
+	}
+	for _, e := range d.Exemplars {
+		if exemplarOK(e, b) == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// rejectUnstorable counts and describes every item of a series none of
+// whose items can be stored.
+func (t *txn) rejectUnstorable(d *SeriesData) {
+	lset := d.Labels
+	if lset.IsEmpty() && len(d.LabelPairs) > 0 {
+		lset, _ = labelsFromPairs(&t.rs.sb, d.LabelPairs)
+	}
+	ms := &memSeries{lset: lset} // for the messages only
+	var fv, hv []verdictAt
+	nothing := newTrack[Sample]()
+	_, fv, _ = acceptKind(floats, &nothing, d.Samples, nil, nil, t.bounds(), 0)
+	hnothing := newTrack[HistogramSample]()
+	_, hv, _ = acceptKind(histograms, &hnothing, d.Histograms, nil, nil, t.bounds(), 0)
+	verdicts(t, floats, ms, d.Samples, fv, &t.res.Samples)
+	verdicts(t, histograms, ms, d.Histograms, hv, &t.res.Histograms)
+	t.addExemplars(ms, d.Exemplars)
 }
 
 func (t *txn) isLogged(ms *memSeries) bool {
@@ -356,17 +414,27 @@ func (t *txn) boundsErr(ms *memSeries, what string, ts int64) error {
 func (t *txn) addExemplars(ms *memSeries, es []Exemplar) {
 	b := t.bounds()
 	for _, e := range es {
-		runes := 0
-		e.Labels.Range(func(l labels.Label) { runes += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value) })
-		switch {
-		case runes > exemplarMaxLabelRunes:
-			t.res.reject(&t.res.Exemplars, 1, ReasonExemplarLabels, nil)
-		case e.T != 0 && (e.T > b.max || e.T < b.min):
-			t.res.reject(&t.res.Exemplars, 1, ReasonOutOfBounds, nil)
-		default:
+		if reason := exemplarOK(e, b); reason != "" {
+			t.res.reject(&t.res.Exemplars, 1, reason, nil)
+			continue
+		}
+		if ms.ref != 0 {
 			t.exs = append(t.exs, e)
 		}
 	}
+}
+
+// exemplarOK is "" for an exemplar the store keeps, else why it is dropped.
+func exemplarOK(e Exemplar, b timeBounds) string {
+	runes := 0
+	e.Labels.Range(func(l labels.Label) { runes += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value) })
+	switch {
+	case runes > exemplarMaxLabelRunes:
+		return ReasonExemplarLabels
+	case e.T != 0 && (e.T > b.max || e.T < b.min):
+		return ReasonOutOfBounds
+	}
+	return ""
 }
 
 // addMetadata keeps the metadata of the batch, copied (the store keeps it).
@@ -384,10 +452,9 @@ func (t *txn) addMetadata(md []NamedMetadata) {
 // sample never refers to a series the log has not defined), then floats,
 // histograms, exemplars, metadata.
 func (t *txn) records() [][]byte {
-	t.recs = appendSeriesRecords(t.recs[:0], t.defs)
-	var fs []refSamples[Sample]
-	var hs []refSamples[HistogramSample]
-	var es []refExemplars
+	t.rb.reset()
+	t.rb.addSeries(t.defs)
+	fs, hs, es := t.fs[:0], t.hs[:0], t.es[:0]
 	for _, ts := range t.series {
 		if ts.f1 > ts.f0 {
 			fs = append(fs, refSamples[Sample]{Ref: ts.ms.ref, Samples: t.floats[ts.f0:ts.f1]})
@@ -399,8 +466,10 @@ func (t *txn) records() [][]byte {
 			es = append(es, refExemplars{Ref: ts.ms.ref, Exemplars: t.exs[ts.e0:ts.e1]})
 		}
 	}
-	t.recs, t.buf = appendSamplesRecords(floats, t.recs, t.buf, fs)
-	t.recs, t.buf = appendSamplesRecords(histograms, t.recs, t.buf, hs)
+	t.fs, t.hs, t.es = fs, hs, es
+	appendSamplesRecords(floats, &t.rb, fs)
+	appendSamplesRecords(histograms, &t.rb, hs)
+	t.recs = t.rb.records(t.recs[:0])
 	for len(es) > 0 {
 		n, size := 0, 0
 		for n < len(es) && (n == 0 || size < maxRecordPayload) {
@@ -478,9 +547,42 @@ func (t *txn) count() {
 	}
 }
 
+// appendable reports whether ss, strictly increasing, all come after the
+// head and nothing is being flushed (so no sample can be a repeat).
+func appendable[S any](k kind[S], tr *track[S], ss []S) bool {
+	if len(ss) == 0 || len(tr.flushingBuf()) > 0 {
+		return false
+	}
+	if n := len(tr.head); n > 0 && k.ts(tr.head[n-1]) >= k.ts(ss[0]) {
+		return false
+	}
+	for i := 1; i < len(ss); i++ {
+		if k.ts(ss[i]) <= k.ts(ss[i-1]) {
+			return false
+		}
+	}
+	return true
+}
+
 // insertAll inserts accepted samples into tr (the series' mu held); it
 // returns how many were added and their head bytes.
 func insertAll[S any](k kind[S], tr *track[S], ss []S, seg int32, nowNs int64) (int, int64) {
+	if appendable(k, tr, ss) {
+		// The usual case: newer than the whole head, in order, nothing being
+		// flushed: one append instead of a search and a growth per sample.
+		if len(tr.head) == 0 {
+			tr.headSeg, tr.headSince = seg, nowNs
+		}
+		tr.head = append(tr.head, ss...)
+		if t := k.ts(ss[len(ss)-1]); tr.maxT == noTime || t > tr.maxT {
+			tr.maxT = t
+		}
+		var b int64
+		for _, smp := range ss {
+			b += k.size(smp)
+		}
+		return len(ss), b
+	}
 	n, b := 0, int64(0)
 	for _, smp := range ss {
 		if insert(k, tr, smp, seg, nowNs) {

@@ -2,7 +2,6 @@ package actastore
 
 import (
 	"errors"
-	"math"
 	"os"
 	"sync"
 	"time"
@@ -145,15 +144,18 @@ func appendCompactJobs[S any](s *Store, k kind[S], ms *memSeries, jobs []compact
 	// not buffering; and once when its series went idle (nothing buffered,
 	// its newest sample older than twice the head age: a series that
 	// stopped, or what a replay of history left).
-	if n := len(tr.files); n > 0 {
+	// A newest file that exists only in the object store is not fetched
+	// back to be rewritten (tier.go).
+	if n := len(tr.files); n > 0 && !isBucketOnly(s, k.id(), ms.ref, tr.files[n-1]) {
 		path := filePath(s.dir, k, ms.ref, tr.files[n-1])
 		idleFor := 2 * s.opts.MaxHeadAge.Milliseconds()
 		idle := !tr.busy() && tr.fileMaxKnown && tr.fileMaxT != noTime && s.now().UnixMilli()-tr.fileMaxT >= idleFor
+		appended, base, known := tr.newestRows()
 		var due bool
 		switch {
-		case tr.newestBase >= 0 && tr.newestAppended >= max(tr.newestBase, minNewestRows):
+		case known && appended >= max(base, minNewestRows):
 			due = true
-		case tr.newestBase < 0 || idle:
+		case !known || idle:
 			due = !tr.busy() && !s.maint.done(path)
 		}
 		if due {
@@ -168,17 +170,20 @@ func appendCompactJobs[S any](s *Store, k kind[S], ms *memSeries, jobs []compact
 func noteNewestRows(id kindID, ms *memSeries, start int64, rows int) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	note := func(files []int64, base, appended *int32) {
-		if n := len(files); n > 0 && files[n-1] == start && *base < 0 {
-			*base, *appended = int32(min(rows, math.MaxInt32)), 0
-		}
-	}
 	switch id {
 	case kindHistogram:
 		if ms.hists != nil {
-			note(ms.hists.files, &ms.hists.newestBase, &ms.hists.newestAppended)
+			noteNewest(ms.hists, start, rows)
 		}
 	default:
-		note(ms.floats.files, &ms.floats.newestBase, &ms.floats.newestAppended)
+		noteNewest(&ms.floats, start, rows)
+	}
+}
+
+func noteNewest[S any](tr *track[S], start int64, rows int) {
+	if n := len(tr.files); n > 0 && tr.files[n-1] == start {
+		if _, _, known := tr.newestRows(); !known {
+			tr.setNewestRows(rows)
+		}
 	}
 }

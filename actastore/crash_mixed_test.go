@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/acta-remote/acta-remote/histfile"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 	"github.com/acta-remote/acta-remote/rotation"
 )
 
@@ -87,29 +86,16 @@ func TestCrashMixedChild(t *testing.T) {
 	round, _ := strconv.Atoi(os.Getenv(crashEnvRound))
 	s, err := Open(dir, mixedOptions())
 	if err != nil {
-		fmt.Printf("error %v\n", err)
-		os.Exit(3)
+		testkit.Fail(err)
 	}
-	fmt.Println("ready")
-	var next atomic.Int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for {
-				n := int(next.Add(1) - 1)
-				res, err := s.Commit(context.Background(), mixedBatch(round, n))
-				if err != nil || res.Rejected() != 0 {
-					fmt.Printf("error batch %d: %v %+v\n", n, err, res)
-					os.Exit(4)
-				}
-				mu.Lock()
-				fmt.Printf("ack %d\n", n)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	testkit.Ready()
+	testkit.Acknowledge(2, 0, func(n int) error {
+		res, err := s.Commit(context.Background(), mixedBatch(round, n))
+		if err == nil && res.Rejected() != 0 {
+			err = fmt.Errorf("rejected: %+v", res)
+		}
+		return err
+	})
 }
 
 // mixedState is what a reopened store returns of every kind.
@@ -171,10 +157,7 @@ func TestCrashKill9Mixed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test is slow")
 	}
-	rounds := 20
-	if v := os.Getenv("ACTASTORE_CRASH_ROUNDS"); v != "" {
-		rounds, _ = strconv.Atoi(v)
-	}
+	rounds := crashRounds("ACTASTORE_CRASH_ROUNDS", 20)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 7))
 	var prev mixedState

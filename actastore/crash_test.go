@@ -1,27 +1,24 @@
 package actastore
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/actastore/wal"
-	"github.com/prometheus/prometheus/model/labels"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // The crash test re-executes the test binary as a child that appends
@@ -76,31 +73,17 @@ func TestCrashChild(t *testing.T) {
 	round, _ := strconv.Atoi(os.Getenv(crashEnvRound))
 	s, err := Open(dir, crashOptions())
 	if err != nil {
-		fmt.Printf("error %v\n", err)
-		os.Exit(3)
+		testkit.Fail(err)
 	}
-	fmt.Println("ready")
-	var next atomic.Int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for g := 0; g < 2; g++ { // two appenders: group commit and interleaving
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				n := int(next.Add(1) - 1)
-				res, err := s.Append(context.Background(), crashBatch(round, n))
-				if err != nil || res.SamplesRejected != 0 {
-					fmt.Printf("error batch %d: %v %v\n", n, err, res.Errors)
-					os.Exit(4)
-				}
-				mu.Lock()
-				fmt.Printf("ack %d\n", n)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	testkit.Ready()
+	// Two appenders: group commit and interleaving.
+	testkit.Acknowledge(2, 0, func(n int) error {
+		res, err := s.Append(context.Background(), crashBatch(round, n))
+		if err == nil && res.SamplesRejected != 0 {
+			err = fmt.Errorf("%d samples rejected: %v", res.SamplesRejected, res.Errors)
+		}
+		return err
+	})
 }
 
 type countingHandler struct {
@@ -121,10 +104,7 @@ func TestCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test is slow")
 	}
-	rounds := 24
-	if v := os.Getenv("ACTASTORE_CRASH_ROUNDS"); v != "" {
-		rounds, _ = strconv.Atoi(v)
-	}
+	rounds := crashRounds("ACTASTORE_CRASH_ROUNDS", 24)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(42, 42))
 	// baseline: what a previous reopen returned; it must all survive.
@@ -216,56 +196,23 @@ func runCrashChild(t *testing.T, dir string, round int, d time.Duration) map[int
 	return runChild(t, "TestCrashChild", dir, round, d)
 }
 
-// runChild runs the child test child for about d, kills it and returns
-// the set of acknowledged batch numbers.
+// crashRounds is the number of rounds a crash test runs: def, or what the
+// environment variable env says (a longer soak, or a quick look).
+func crashRounds(env string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(env)); err == nil {
+		return n
+	}
+	return def
+}
+
+// runChild runs the child test child on dir for round for about d, kills
+// it and returns the set of acknowledged batch numbers.
 func runChild(t *testing.T, child, dir string, round int, d time.Duration) map[int]bool {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvRound+"="+strconv.Itoa(round))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	acked := map[int]bool{}
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		readyOnce := sync.OnceFunc(func() { close(ready) })
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "ready":
-				readyOnce()
-			case strings.HasPrefix(line, "ack "):
-				n, _ := strconv.Atoi(line[4:])
-				acked[n] = true
-			case strings.HasPrefix(line, "error"):
-				done <- fmt.Errorf("child: %s", line)
-				readyOnce()
-				io.Copy(io.Discard, out)
-				return
-			}
-		}
-		readyOnce()
-		done <- nil
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("child never became ready")
-	}
-	time.Sleep(d)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cerr := <-done
-	cmd.Wait()
-	if cerr != nil {
-		t.Fatalf("round %d: %v", round, cerr)
+	env := []string{crashEnvDir + "=" + dir, crashEnvRound + "=" + strconv.Itoa(round)}
+	for _, n := range testkit.RunAndKill(t, child, env, d) {
+		acked[n] = true
 	}
 	return acked
 }

@@ -176,9 +176,8 @@ func dropTrackRange[S any](s *Store, k kind[S], tr *track[S], mint, maxt int64) 
 	if len(tr.head) == 0 {
 		tr.head = nil
 	}
-	if tr.hasLast && k.ts(tr.last) >= mint && k.ts(tr.last) <= maxt {
-		var zero S
-		tr.last, tr.hasLast = zero, false
+	if last, ok := tr.lastFlushed(); ok && k.ts(last) >= mint && k.ts(last) <= maxt {
+		tr.clearLast()
 	}
 	s.hd.added(-n, -b)
 }
@@ -197,6 +196,12 @@ func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64
 	var errs []error
 	for _, f := range spans {
 		path := filePath(s.dir, k, ms.ref, f.start)
+		if skip, err := tierBeforeDelete(s, k, ms, f.start, mint, maxt); skip || err != nil {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("delete from %s: %w", path, err))
+			}
+			continue
+		}
 		gone, changed, err := rewriteWithout(s, k, ms, path, mint, maxt)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete from %s: %w", path, err))
@@ -211,10 +216,10 @@ func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64
 		} else if slices.Index(tr.files, f.start) == len(tr.files)-1 {
 			// The newest file changed: its newest sample is read again
 			// when needed.
-			var zero S
-			tr.last, tr.hasLast, tr.fileMaxKnown = zero, false, false
+			tr.clearLast()
+			tr.fileMaxKnown = false
 		}
-		delete(tr.fileMin, f.start)
+		tr.forgetFileMin(f.start)
 		ms.mu.Unlock()
 	}
 	return errors.Join(errs...)

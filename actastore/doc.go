@@ -2,12 +2,13 @@
 // in-memory label index, one write-ahead log, in-memory heads, and Acta v0.2
 // files per series that heads are flushed into.
 //
-// Data flow (DESIGN.md): a receiver fills a Batch with a request's float
-// samples, native histograms, exemplars and metadata and calls Commit, which
-// checks every series and item, writes the accepted ones to the WAL with one
-// write (group commit, one fsync shared with concurrent commits), returns,
-// and adds them to the heads; flushes encode heads as TS_SORTED Acta blocks;
-// Select merges file blocks (pruned by their time bounds) with the heads.
+// Data flow (docs/architecture.md, "Data flow"): a receiver fills a Batch
+// with a request's float samples, native histograms, exemplars and
+// metadata and calls Commit, which checks every series and item, writes
+// the accepted ones to the WAL with one write (group commit, one fsync
+// shared with concurrent commits), returns, and adds them to the heads;
+// flushes encode heads as TS_SORTED Acta blocks; Select merges file blocks
+// (pruned by their time bounds) with the heads.
 //
 // # The series model
 //
@@ -68,14 +69,15 @@
 //
 // # Rotation, compaction, retention, deletion
 //
-// Each track has a sequence of files (Options.Rotation, package rotation):
-// flushes append to the newest only, and a new one starts at each
+// Each track, of every kind (float and histogram files alike), has a
+// sequence of files (Options.Rotation, package rotation): flushes append
+// to the newest only, and a new one starts at each
 // UTC-aligned period boundary or after a full file. Every sample of a file
 // is older than the next file's start, so Select skips files by name and by
 // their known smallest timestamp. A background pass (Maintain) deletes files
 // retention no longer keeps (files of every kind planned together), removes
 // series left without files from the index and the catalog (a type 4
-// record), merges runs of sealed files into tier files (tier.go; a commit
+// record), merges runs of sealed files into tier files (tiermerge.go; a commit
 // marker makes a merge finish at Open after a crash, sealed.go), and
 // compacts the other sealed files of every kind, and the newest file of an
 // idle series, by rewrite and rename (compact.go). A rewritten float file
@@ -86,6 +88,15 @@
 // eighth of MaxHeadBytes (flush.go).
 // DeleteSeries removes a range of matching series durably: WAL tombstones
 // (type 8) first, then heads and files (delete.go).
+//
+// # Object storage
+//
+// With Options.Tier, sealed files are uploaded to an S3-compatible bucket
+// (package bucket), verified, published in the bucket's index, and their
+// local copies deleted after the local retention; such a file stays in
+// its track's file list and reads fetch its blocks from the bucket
+// (tier*.go, the rules in tier.go). BucketView is the read-only store
+// over every writer prefix of a bucket (query mode).
 //
 // # Durability
 //
@@ -117,8 +128,10 @@
 //     flushes, and removal or rewrite of its files.
 //  5. registry.mu — series maps and the label index.
 //  6. memSeries.mu — one series' tracks and exemplars; never two at once.
-//  7. writerCache.mu, then (after releasing it) writerEntry.mu; metaStore.mu
-//     and maintainer.cmu are leaves. The WAL's own locks are below all.
+//  7. writerCache.mu, then (after releasing it) writerEntry.mu; metaStore.mu,
+//     maintainer.cmu and tier.mu are leaves. The WAL's own locks are below
+//     all. tier.cycleLock (one upload cycle at a time) is taken before
+//     anything else the cycle takes, as maint.mu is.
 //
 // No file I/O happens under registry.mu or memSeries.mu: file reads for
 // duplicate detection and for Select run between critical sections.

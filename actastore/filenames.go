@@ -30,6 +30,9 @@ import (
 //	  histograms/metadata.acta    metric family metadata (metadata.go)
 //	  histograms/wal/             only in a directory of an earlier release:
 //	                              its histogram WAL, retired at Open (upgrade.go)
+//	  tier/manifest/00000000 ...  files uploaded to the object store (tier_manifest.go)
+//	  tier/blockindex/<hash>.bidx block indexes of bucket files (bucket.IndexCache)
+//	  <kind dir>/<ab>/<name>.download.tmp  a file being restored from the bucket
 //	  clean                       present only after a clean Close
 //	  flushstate                  per-series newest flushed sample, valid with clean (flushstate.go)
 //	  LOCK                        flock'ed while a process has the store open

@@ -48,7 +48,13 @@ func histFilePath(root string, ref uint64, start int64) string {
 //
 // rc caches readers across calls; nil opens the file afresh.
 func readFile[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, fn func(run []S) error) (lo, hi int64, ok bool, err error) {
-	r, done, err := rc.open(path)
+	return readFileStats(k, rc, path, mint, maxt, nil, fn)
+}
+
+// readFileStats is readFile counting, in st (nil: not counted), the bytes
+// of the blocks it reads from the object store.
+func readFileStats[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, st *readStats, fn func(run []S) error) (lo, hi int64, ok bool, err error) {
+	r, done, remote, err := rc.open(path)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -71,6 +77,9 @@ func readFile[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, 
 			continue
 		}
 		b, err := r.ReadBlock(i)
+		if remote {
+			st.fetched(bi.Bytes)
+		}
 		if err != nil {
 			return lo, hi, ok, fmt.Errorf("read block %d (offset %d): %w", i, bi.Offset, err)
 		}
@@ -118,7 +127,7 @@ func filesInRange[S any](tr *track[S], mint, maxt int64) []fileSpan {
 		if i+1 < len(tr.files) && tr.files[i+1] <= mint {
 			continue
 		}
-		m, known := tr.fileMin[start]
+		m, known := tr.fileMin(start)
 		if known && m > maxt {
 			continue
 		}
@@ -129,11 +138,16 @@ func filesInRange[S any](tr *track[S], mint, maxt int64) []fileSpan {
 
 // noteFileMin records a file's smallest timestamp (the series' mu held).
 func noteFileMin[S any](tr *track[S], start, lo int64) {
-	if tr.fileMin == nil {
-		tr.fileMin = make(map[int64]int64)
+	i := slices.Index(tr.files, start)
+	if i < 0 {
+		return
 	}
-	if m, known := tr.fileMin[start]; !known || lo < m {
-		tr.fileMin[start] = lo
+	c := tr.coldState()
+	for len(c.mins) < len(tr.files) {
+		c.mins = append(c.mins, noTime)
+	}
+	if m := c.mins[i]; m == noTime || lo < m {
+		c.mins[i] = lo
 	}
 }
 

@@ -68,6 +68,7 @@ func (s *Store) syncLoop() {
 		case <-t.C:
 			start := time.Now()
 			if err := s.wal.Sync(s.wal.End()); err != nil {
+				s.m.walErrors.Inc()
 				s.log.Error("sync WAL", "err", err)
 				continue
 			}
@@ -96,6 +97,8 @@ func trackDue[S any](k kind[S], tr *track[S], nowNs, age int64, fo fileOptions) 
 // flushDue flushes every series that is due.
 func (s *Store) flushDue() {
 	now := s.now().UnixNano()
+	oldest := int64(0)
+	defer func() { s.hd.oldestSince.Store(oldest) }()
 	for _, ms := range s.reg.live() {
 		select {
 		case <-s.stop:
@@ -104,6 +107,9 @@ func (s *Store) flushDue() {
 		}
 		ms.mu.Lock()
 		due := s.dueLocked(ms, now)
+		if since := ms.headSinceLocked(); since != 0 && (oldest == 0 || since < oldest) {
+			oldest = since
+		}
 		ms.mu.Unlock()
 		if due {
 			if err := s.flushSeries(ms); err != nil {
@@ -214,7 +220,8 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	}
 	tr.queued = false
 	smps := tr.head
-	tr.flushing, tr.flushingSeg = smps, tr.headSeg
+	c := tr.coldState()
+	c.flushing, c.flushingSeg = smps, tr.headSeg
 	tr.head = nil
 	if !ms.hasHeadLocked() {
 		s.hd.series.Add(-1)
@@ -228,7 +235,7 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 		flushed(k, tr, smps[:written])
 	}
 	if err == nil {
-		tr.flushing = nil
+		c.flushing = nil
 		ms.mu.Unlock()
 		accountFlushed(s, k, smps[:written])
 		s.hd.flushes.Add(1)
@@ -239,14 +246,14 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	// one file before failing on the next.
 	rest := smps[written:]
 	idle := !ms.hasHeadLocked()
-	seg, since := tr.flushingSeg, tr.headSince
+	seg, since := c.flushingSeg, tr.headSince
 	if len(tr.head) > 0 {
 		seg = min(seg, tr.headSeg)
 	} else {
 		since = s.now().UnixNano()
 	}
 	newer := tr.head
-	tr.head, tr.flushing = rest, nil
+	tr.head, c.flushing = rest, nil
 	for _, smp := range newer {
 		insert(k, tr, smp, seg, 0)
 	}

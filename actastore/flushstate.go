@@ -44,17 +44,18 @@ func (s *Store) writeFlushState() error {
 	}
 	for _, ms := range s.reg.live() {
 		ms.mu.Lock()
-		f := ms.floats
+		fmax := ms.floats.maxT
+		last, hasLast := ms.floats.lastFlushed()
 		var h track[HistogramSample]
 		if ms.hists != nil {
 			h = *ms.hists
 		}
 		ms.mu.Unlock()
-		if f.hasLast {
+		if hasLast {
 			fbody = binary.LittleEndian.AppendUint64(fbody, ms.ref)
-			fbody = binary.AppendVarint(fbody, f.last.T)
-			fbody = binary.LittleEndian.AppendUint64(fbody, math.Float64bits(f.last.V))
-			fbody = binary.AppendVarint(fbody, max(f.maxT, f.last.T))
+			fbody = binary.AppendVarint(fbody, last.T)
+			fbody = binary.LittleEndian.AppendUint64(fbody, math.Float64bits(last.V))
+			fbody = binary.AppendVarint(fbody, max(fmax, last.T))
 			if fn++; len(fbody) >= maxRecordPayload {
 				emit(recFlushState, &fbody, &fn)
 			}
@@ -143,7 +144,7 @@ func (s *Store) floatFlushState(src []byte) ([]byte, error) {
 	}
 	if ms := s.reg.byRef[ref]; ms != nil && len(ms.floats.files) > 0 {
 		tr := &ms.floats
-		tr.last, tr.hasLast = Sample{T: lastT, V: lastV}, true
+		tr.setLast(Sample{T: lastT, V: lastV})
 		tr.fileMaxT, tr.fileMaxKnown = lastT, true
 		tr.maxT = max(tr.maxT, maxT)
 	}

@@ -17,6 +17,10 @@ type headState struct {
 	maxSamples int64 // Options.MaxHeadSamples; 0: unlimited
 	maxBytes   int64 // Options.MaxHeadBytes; 0: unlimited
 
+	// oldestSince is the arrival (unix ns) of the oldest head sample as of
+	// the flusher's last scan; 0 when the head was empty.
+	oldestSince atomic.Int64
+
 	flushCh    chan *memSeries // series whose head reached BlockRows
 	flushes    atomic.Int64
 	flushedSmp atomic.Int64
@@ -57,4 +61,17 @@ func (h *headState) queue(ms *memSeries) {
 // kind (mu held).
 func (ms *memSeries) hasHeadLocked() bool {
 	return len(ms.floats.head) > 0 || (ms.hists != nil && len(ms.hists.head) > 0)
+}
+
+// headSinceLocked is when the series' oldest head sample of any kind
+// arrived (unix ns), 0 without one (mu held).
+func (ms *memSeries) headSinceLocked() int64 {
+	since := int64(0)
+	if len(ms.floats.head) > 0 {
+		since = ms.floats.headSince
+	}
+	if h := ms.hists; h != nil && len(h.head) > 0 && (since == 0 || h.headSince < since) {
+		since = h.headSince
+	}
+	return since
 }

@@ -15,8 +15,8 @@ import (
 //
 // A series may hold float samples and histogram samples, as Prometheus
 // allows (a metric changing type between scrapes): floats go to the series'
-// float file, histograms to its histogram file, and a read returns both,
-// each in timestamp order (Series.Iterator, HistogramSeries.HistogramIterator).
+// float files, histograms to its histogram files (each kind its own
+// sequence, rotated alike), and a read returns both, each in timestamp order (Series.Iterator, HistogramSeries.HistogramIterator).
 
 // HistogramSample is one native histogram sample: T in ms since the Unix
 // epoch, exactly one of H (integer counts) or FH (float counts). A stale

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/acta-remote/acta-remote/acta"
 )
@@ -171,6 +172,16 @@ func (floatKind) decode(dst []Sample, s *acta.Schema, b *acta.Batch, mint, maxt 
 	}
 	if len(vs) != len(tcol.Values) {
 		return dst, fmt.Errorf("%d timestamps, %d values", len(tcol.Values), len(vs))
+	}
+	ts := tcol.Values
+	if n := len(ts); n > 0 && ts[0] >= mint && ts[n-1] <= maxt && slices.IsSorted(ts) {
+		// The whole sorted block is in range (the usual case): one exact
+		// allocation, no per-row test.
+		dst = slices.Grow(dst, n)
+		for i, t := range ts {
+			dst = append(dst, Sample{T: t, V: vs[i]})
+		}
+		return dst, nil
 	}
 	for i, t := range tcol.Values {
 		if t >= mint && t <= maxt {

@@ -65,7 +65,7 @@ func (s *Store) maintain() (MaintenanceResult, error) {
 	began := time.Now()
 	err := s.applyRetention(&res)
 	if !s.opts.Compaction.Disabled {
-		s.mergeSealed(&res) // tier.go
+		s.mergeSealed(&res) // tiermerge.go
 		s.compactSealed(&res)
 	}
 	s.rm.LastRun.Set(float64(time.Now().UnixNano()) / 1e9)
@@ -215,6 +215,10 @@ func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rot
 // buffered, same newest sample). It returns the allocated bytes freed and
 // whether the file went.
 func deleteFile[S any](s *Store, k kind[S], ms *memSeries, f rotation.File) (freed int64, gone bool, err error) {
+	if s.tier != nil {
+		// With a tier only local copies go, of files uploaded already.
+		return tierRetentionDrop(s, k, ms, f.Start)
+	}
 	mu := s.flushLock(ms) // no flush may write the file meanwhile
 	mu.Lock()
 	defer mu.Unlock()
@@ -268,10 +272,11 @@ func dropFile[S any](tr *track[S], start int64) {
 	}
 	newest := k == len(tr.files)-1
 	tr.files = slices.Delete(tr.files, k, k+1)
-	delete(tr.fileMin, start)
+	if c := tr.cold; c != nil && k < len(c.mins) {
+		c.mins = slices.Delete(c.mins, k, k+1)
+	}
 	if newest {
-		var zero S
-		tr.last, tr.hasLast = zero, false
+		tr.clearLast()
 		tr.fileMaxT, tr.fileMaxKnown = noTime, len(tr.files) == 0
 	}
 }

@@ -29,6 +29,12 @@ type metrics struct {
 	rejected        *prometheus.CounterVec
 	walTruncations  prometheus.Counter
 	replayedSamples prometheus.Counter
+	walErrors       prometheus.Counter
+	headOldest      prometheus.GaugeFunc
+	openReaders     prometheus.GaugeFunc
+	readerHits      prometheus.CounterFunc
+	readerMisses    prometheus.CounterFunc
+	fsFree, fsSize  prometheus.GaugeFunc
 }
 
 func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
@@ -95,13 +101,41 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Name: "acta_store_wal_replayed_samples_total", Help: "Samples restored into the head from the WAL at start-up.",
 		}),
 	}
+	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "acta_store_wal_errors_total", Help: "WAL appends or fsyncs that failed (the request was not acknowledged; after a failed fsync the WAL refuses appends until a restart).",
+	})
+	m.headOldest = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "acta_store_head_oldest_age_seconds", Help: "Age of the oldest unflushed head sample's arrival, as of the flusher's last scan: how far flushing lags.",
+	}, func() float64 {
+		since := s.hd.oldestSince.Load()
+		if since == 0 {
+			return 0
+		}
+		return float64(s.now().UnixNano()-since) / 1e9
+	})
+	m.openReaders = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "acta_store_open_readers", Help: "Series file readers kept open between reads (bounded by Options.MaxOpenReaders).",
+	}, func() float64 { n, _ := s.readers.stats(); return float64(n) })
+	m.readerHits = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "acta_store_reader_cache_hits_total", Help: "Series file reads that reused an open reader.",
+	}, func() float64 { return float64(s.readers.hits.Load()) })
+	m.readerMisses = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "acta_store_reader_cache_misses_total", Help: "Series file reads that had to open the file (discovering its blocks).",
+	}, func() float64 { return float64(s.readers.misses.Load()) })
+	m.fsFree = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "acta_store_filesystem_free_bytes", Help: "Bytes available to the server on the data directory's file system.",
+	}, func() float64 { free, _ := fsSpace(s.dir); return float64(free) })
+	m.fsSize = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "acta_store_filesystem_size_bytes", Help: "Size of the data directory's file system.",
+	}, func() float64 { _, size := fsSpace(s.dir); return float64(size) })
 	for _, r := range reasons {
 		m.rejected.WithLabelValues(r)
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.walFsync, m.walBytes, m.headSeries, m.headSamples, m.series,
 			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.sizeFlushes, m.flushedBytes, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
-			m.rejected, m.walTruncations, m.replayedSamples} {
+			m.rejected, m.walTruncations, m.replayedSamples, m.walErrors, m.headOldest, m.openReaders, m.readerHits, m.readerMisses,
+			m.fsFree, m.fsSize} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register store metrics: %w", err)
 			}

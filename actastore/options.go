@@ -59,7 +59,8 @@ type Options struct {
 
 	MaxOpenFiles int // open series file writers kept (LRU); default 256
 	// MaxOpenReaders is how many series file readers reads keep open
-	// between queries (LRU; file descriptors); default 1024, negative: none.
+	// between queries (LRU; file descriptors, which Go raises to the hard
+	// limit at start-up); default 4096, negative: none.
 	MaxOpenReaders int
 	// MaxReaderBytes bounds the memory those readers' block indexes hold;
 	// default 64 MiB.
@@ -95,6 +96,11 @@ type Options struct {
 	// the background. Default 1m; negative: never in the background
 	// (Maintain runs one pass).
 	MaintenanceInterval time.Duration
+
+	// Tier uploads sealed files to an object store and reads them from
+	// there once their local copy is gone (tier.go); nil keeps everything
+	// local.
+	Tier *TierOptions
 
 	Logger     *slog.Logger          // default slog.Default()
 	Registerer prometheus.Registerer // nil registers nothing

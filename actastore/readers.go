@@ -2,6 +2,9 @@ package actastore
 
 import (
 	"container/list"
+	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -38,14 +41,22 @@ type readerCache struct {
 	gens [256]uint64
 
 	hits, misses, evictions atomic.Int64
+
+	// remote opens a file whose local copy is missing from the object
+	// store (tier.openRemote); nil without a tier. ok is false for a file
+	// the tier does not hold.
+	remote func(path string) (r *acta.Reader, ok bool, err error)
+	// remoteOnly: paths are object keys, never local files (BucketView).
+	remoteOnly bool
 }
 
 type cachedReader struct {
-	path  string
-	r     *acta.Reader
-	bytes int64
-	refs  int  // guarded by readerCache.mu
-	stale bool // out of the cache: close when refs drop to 0
+	path   string
+	r      *acta.Reader
+	bytes  int64
+	refs   int  // guarded by readerCache.mu
+	stale  bool // out of the cache: close when refs drop to 0
+	remote bool // reads go to the object store
 }
 
 // readerIndexBytes estimates what an open reader holds: its block index
@@ -56,16 +67,17 @@ func newReaderCache(maxOpen int, maxBytes int64) *readerCache {
 	return &readerCache{maxOpen: maxOpen, maxBytes: maxBytes, ll: list.New(), m: make(map[string]*list.Element)}
 }
 
-// open returns a reader of path and the function that gives it back. A
-// nil cache opens a fresh reader every time (tools that read a directory
-// another process writes: ReadOnly).
-func (c *readerCache) open(path string) (*acta.Reader, func(), error) {
+// open returns a reader of path, the function that gives it back, and
+// whether its reads go to the object store (a file whose local copy is
+// gone). A nil cache opens a fresh reader every time (tools that read a
+// directory another process writes: ReadOnly).
+func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
 	if c == nil || c.maxOpen <= 0 {
-		r, err := acta.Open(path)
+		r, remote, err := c.openFile(path)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
-		return r, func() { r.Close() }, nil
+		return r, func() { r.Close() }, remote, nil
 	}
 	c.mu.Lock()
 	if el, ok := c.m[path]; ok {
@@ -74,23 +86,23 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), error) {
 		c.ll.MoveToFront(el)
 		c.mu.Unlock()
 		c.hits.Add(1)
-		return cr.r, func() { c.release(cr) }, nil
+		return cr.r, func() { c.release(cr) }, cr.remote, nil
 	}
 	g := &c.gens[xxhash.Sum64String(path)%uint64(len(c.gens))]
 	gen := *g
 	c.mu.Unlock()
 	c.misses.Add(1)
-	r, err := acta.Open(path)
+	r, remote, err := c.openFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	cr := &cachedReader{path: path, r: r, bytes: readerIndexBytes(r), refs: 1}
+	cr := &cachedReader{path: path, r: r, bytes: readerIndexBytes(r), refs: 1, remote: remote}
 	c.mu.Lock()
 	if *g != gen {
 		// Invalidated while it was being opened: its snapshot may predate
 		// the change.
 		c.mu.Unlock()
-		return r, func() { r.Close() }, nil
+		return r, func() { r.Close() }, remote, nil
 	}
 	if el, ok := c.m[path]; ok {
 		// Another read opened it meanwhile: use the cached one.
@@ -98,13 +110,34 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), error) {
 		old.refs++
 		c.mu.Unlock()
 		r.Close()
-		return old.r, func() { c.release(old) }, nil
+		return old.r, func() { c.release(old) }, old.remote, nil
 	}
 	c.m[path] = c.ll.PushFront(cr)
 	c.bytes += cr.bytes
 	c.evictLocked()
 	c.mu.Unlock()
-	return r, func() { c.release(cr) }, nil
+	return r, func() { c.release(cr) }, remote, nil
+}
+
+// openFile opens the local file, or, when it is missing and the store has
+// a tier holding it, the bucket's copy.
+func (c *readerCache) openFile(path string) (*acta.Reader, bool, error) {
+	if c != nil && c.remoteOnly {
+		r, ok, err := c.remote(path)
+		if !ok && err == nil {
+			err = fmt.Errorf("%w: %s is not in the bucket index", os.ErrNotExist, path)
+		}
+		return r, true, err
+	}
+	r, err := acta.Open(path)
+	if err == nil || c == nil || c.remote == nil || !errors.Is(err, os.ErrNotExist) {
+		return r, false, err
+	}
+	rr, ok, rerr := c.remote(path)
+	if !ok {
+		return nil, false, err
+	}
+	return rr, true, rerr
 }
 
 func (c *readerCache) release(cr *cachedReader) {

@@ -38,15 +38,31 @@ type ReadOnly struct {
 	// disk hold, by segment: a segment the server deleted held only what
 	// its files hold now, so its part is dropped at the next Reload.
 	walData map[int]map[uint64]*walSeries
-	fs      []Sample
-	hs      []HistogramSample
-	lb      labels.ScratchBuilder
+	segs    []int // the keys of walData, in order
+	// keep, when set, limits walData to the series matching it
+	// (OpenReadOnlyFor); keepRef caches the verdict per ref, unresolved
+	// holds refs whose definition had not been read when their samples
+	// were (it is in the catalog, read after the WAL).
+	keep       []*labels.Matcher
+	keepRef    map[uint64]bool
+	unresolved map[uint64]bool
+	// listed is the WAL segment listing of the last Reload; truncations
+	// counts the Reloads that found a listed segment gone.
+	listed      []int
+	hasListed   bool
+	truncations int
+	fs          []Sample
+	hs          []HistogramSample
+	lb          labels.ScratchBuilder
+	tier        *readOnlyTier // the server uploads to an object store (readonly_tier.go)
 }
 
-// walSeries is what one WAL segment holds of one series.
+// walSeries is what one WAL segment holds of one series, in WAL order;
+// takenF and takenH count the samples TakeWAL has handed out.
 type walSeries struct {
-	floats []Sample
-	hists  []HistogramSample
+	floats         []Sample
+	hists          []HistogramSample
+	takenF, takenH int
 }
 
 // SeriesInfo is one series of a ReadOnly view.
@@ -64,21 +80,39 @@ type SeriesFile struct {
 	Rows       int
 }
 
-// OpenReadOnly reads the series definitions of the store in dir.
+// OpenReadOnly reads the series definitions of the store in dir, and what
+// its WAL holds of every series.
 func OpenReadOnly(dir string) (*ReadOnly, error) {
+	return OpenReadOnlyFor(dir)
+}
+
+// OpenReadOnlyFor is OpenReadOnly keeping, of the WAL's samples, only those
+// of the series matching every matcher in ms (Prometheus semantics; none:
+// every series), so a view of a few series of a large store holds a few
+// series' worth of memory. Samples, Histograms, Read and TakeWAL of other
+// series return what their files hold only.
+func OpenReadOnlyFor(dir string, ms ...*labels.Matcher) (*ReadOnly, error) {
 	if _, err := os.Stat(filepath.Join(dir, seriesDirName)); err != nil {
 		return nil, fmt.Errorf("%s is not an acta-remote data directory: %w", dir, err)
 	}
 	r := &ReadOnly{
-		dir:       dir,
-		catalog:   wal.NewFollower(filepath.Join(dir, catalogDirName)),
-		wal:       wal.NewFollower(filepath.Join(dir, walDirName)),
-		ix:        newIndex(),
-		byRef:     make(map[uint64]*memSeries),
-		walNewest: make(map[uint64]int64),
-		walData:   make(map[int]map[uint64]*walSeries),
+		dir:        dir,
+		catalog:    wal.NewFollower(filepath.Join(dir, catalogDirName)),
+		wal:        wal.NewFollower(filepath.Join(dir, walDirName)),
+		ix:         newIndex(),
+		byRef:      make(map[uint64]*memSeries),
+		walNewest:  make(map[uint64]int64),
+		walData:    make(map[int]map[uint64]*walSeries),
+		keepRef:    make(map[uint64]bool),
+		unresolved: make(map[uint64]bool),
+	}
+	if len(ms) > 0 {
+		r.keep = ms
 	}
 	if _, err := r.Reload(); err != nil {
+		return nil, err
+	}
+	if err := r.loadTier(); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -88,6 +122,10 @@ func OpenReadOnly(dir string) (*ReadOnly, error) {
 // are new. The WAL is read before the catalog: the server copies a series
 // to the catalog before it deletes the WAL segment defining it, so a series
 // missed in a segment deleted meanwhile is found in the catalog after.
+//
+// A WAL tombstone (a deletion, type 8) drops the samples it covers from
+// what the view holds of the WAL records before it, as the server's replay
+// does; the files are rewritten by the server.
 func (r *ReadOnly) Reload() (int, error) {
 	before := len(r.ix.series)
 	err := r.wal.Read(func(seg int, p []byte) error {
@@ -97,10 +135,12 @@ func (r *ReadOnly) Reload() (int, error) {
 		case recSamples:
 			var err error
 			r.fs, err = decodeSamplesRecord(floats, p, r.fs, func(ref uint64, ss []Sample) error {
-				w := r.walSeriesOf(seg, ref)
-				w.floats = append(w.floats, ss...)
 				for _, s := range ss {
 					r.noteWAL(ref, s.T)
+				}
+				if r.keeps(ref) {
+					w := r.walSeriesOf(seg, ref)
+					w.floats = append(w.floats, ss...)
 				}
 				return nil
 			})
@@ -108,14 +148,21 @@ func (r *ReadOnly) Reload() (int, error) {
 		case recHistograms:
 			var err error
 			r.hs, err = decodeSamplesRecord(histograms, p, r.hs, func(ref uint64, hs []HistogramSample) error {
-				w := r.walSeriesOf(seg, ref)
-				w.hists = append(w.hists, hs...)
 				for _, h := range hs {
 					r.noteWAL(ref, h.T)
+				}
+				if r.keeps(ref) {
+					w := r.walSeriesOf(seg, ref)
+					w.hists = append(w.hists, hs...)
 				}
 				return nil
 			})
 			return err
+		case recTombstones:
+			return decodeTombstonesRecord(p, func(t tombstone) error {
+				r.applyTombstone(t)
+				return nil
+			})
 		}
 		return nil // exemplars, metadata, or a record type from a newer server
 	})
@@ -132,7 +179,21 @@ func (r *ReadOnly) Reload() (int, error) {
 				delete(r.walData, seg) // flushed: the files hold it
 			}
 		}
+		// The server deletes segments oldest first, so a segment created
+		// and deleted between two Reloads takes every listed one with it.
+		for _, s := range r.listed {
+			if r.hasListed && !live[s] {
+				r.truncations++
+				break
+			}
+		}
+		r.listed, r.hasListed = segs, true
 	}
+	r.segs = r.segs[:0]
+	for seg := range r.walData {
+		r.segs = append(r.segs, seg)
+	}
+	slices.Sort(r.segs)
 	// A removed series (retention deleted its last file) stays in the view:
 	// it has no files left, so it prints nothing, and tail keeps looking
 	// for the files it gets if its labels come back.
@@ -142,7 +203,103 @@ func (r *ReadOnly) Reload() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read catalog of %s: %w", r.dir, err)
 	}
+	r.resolveKept()
 	return len(r.ix.series) - before, nil
+}
+
+// keeps says whether the view keeps ref's WAL samples (OpenReadOnlyFor). A
+// ref not defined yet is kept until resolveKept knows its labels.
+func (r *ReadOnly) keeps(ref uint64) bool {
+	if r.keep == nil {
+		return true
+	}
+	if k, ok := r.keepRef[ref]; ok {
+		return k
+	}
+	ms := r.byRef[ref]
+	if ms == nil {
+		r.unresolved[ref] = true
+		return true
+	}
+	k := seriesMatches(ms.lset, r.keep)
+	r.keepRef[ref] = k
+	return k
+}
+
+// resolveKept drops the WAL samples of refs that were unknown when read
+// and, now that the catalog named them, turn out not to match.
+func (r *ReadOnly) resolveKept() {
+	for ref := range r.unresolved {
+		delete(r.unresolved, ref)
+		if r.byRef[ref] == nil || r.keeps(ref) {
+			continue
+		}
+		for _, m := range r.walData {
+			delete(m, ref)
+		}
+	}
+}
+
+func seriesMatches(lset labels.Labels, ms []*labels.Matcher) bool {
+	for _, m := range ms {
+		if !m.Matches(lset.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// applyTombstone drops the WAL samples of t.Ref in [t.Mint, t.Maxt] read
+// so far (records before the tombstone).
+func (r *ReadOnly) applyTombstone(t tombstone) {
+	for _, m := range r.walData {
+		if w := m[t.Ref]; w != nil {
+			w.floats, w.takenF = dropRange(w.floats, w.takenF, func(s Sample) int64 { return s.T }, t)
+			w.hists, w.takenH = dropRange(w.hists, w.takenH, func(h HistogramSample) int64 { return h.T }, t)
+		}
+	}
+}
+
+// dropRange removes the samples in t's range from ss, and returns how
+// many of the first taken are left.
+func dropRange[S any](ss []S, taken int, ts func(S) int64, t tombstone) ([]S, int) {
+	out := ss[:0]
+	left := taken
+	for i, s := range ss {
+		if x := ts(s); x >= t.Mint && x <= t.Maxt {
+			if i < taken {
+				left--
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, left
+}
+
+// Truncations counts the Reloads that found WAL segments deleted since the
+// Reload before (the server truncating its WAL after a flush). Samples of
+// a segment deleted before this view read them are in the series files,
+// possibly in files that were not there at the last listing.
+func (r *ReadOnly) Truncations() int { return r.truncations }
+
+// TakeWAL returns ref's samples of both kinds read from the WAL since the
+// last TakeWAL of ref (everything the view holds of it, the first time),
+// in the order the server acknowledged them: what a follower of the store
+// prints as new. Each WAL record's samples are handed out once, out of
+// order ones included; samples of a segment deleted before they were taken
+// are not (the files hold them; see Truncations).
+func (r *ReadOnly) TakeWAL(ref uint64) (fs []Sample, hs []HistogramSample) {
+	for _, seg := range r.segs {
+		w := r.walData[seg][ref]
+		if w == nil {
+			continue
+		}
+		fs = append(fs, w.floats[w.takenF:]...)
+		hs = append(hs, w.hists[w.takenH:]...)
+		w.takenF, w.takenH = len(w.floats), len(w.hists)
+	}
+	return fs, hs
 }
 
 func (r *ReadOnly) walSeriesOf(seg int, ref uint64) *walSeries {
@@ -168,13 +325,8 @@ func (r *ReadOnly) noteWAL(ref uint64, t int64) {
 // walRuns returns ref's samples of kind k that the WAL holds in [mint,
 // maxt], one sorted run per segment, segments in order.
 func walRuns[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) [][]S {
-	segs := make([]int, 0, len(r.walData))
-	for seg := range r.walData {
-		segs = append(segs, seg)
-	}
-	slices.Sort(segs)
 	var runs [][]S
-	for _, seg := range segs {
+	for _, seg := range r.segs {
 		w := r.walData[seg][ref]
 		if w == nil {
 			continue
@@ -301,27 +453,66 @@ func BatchHistograms(s *acta.Schema, b *acta.Batch) ([]HistogramSample, error) {
 // wins). When a listed file disappears during the read (compaction merged
 // it, retention removed it) the read starts again from a fresh listing.
 func (r *ReadOnly) Samples(ref uint64, mint, maxt int64) ([]Sample, error) {
-	return readOnlyRead(r, floats, ref, mint, maxt)
+	smps, _, err := readOnlyRead(r, floats, ref, mint, maxt)
+	return smps, err
 }
 
 // Histograms is Samples for native histograms.
 func (r *ReadOnly) Histograms(ref uint64, mint, maxt int64) ([]HistogramSample, error) {
-	return readOnlyRead(r, histograms, ref, mint, maxt)
+	hs, _, err := readOnlyRead(r, histograms, ref, mint, maxt)
+	return hs, err
 }
 
-func readOnlyRead[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) ([]S, error) {
+// SeriesRead is one series' samples of both kinds in a range (Read).
+type SeriesRead struct {
+	Floats     []Sample          // sorted, one per timestamp
+	Histograms []HistogramSample // sorted, one per timestamp
+	// WALOnly counts those of both kinds that no series file holds yet:
+	// acknowledged, still in the server's head.
+	WALOnly int
+}
+
+// Read is Samples and Histograms of ref at once, with how many of them only
+// the WAL holds.
+func (r *ReadOnly) Read(ref uint64, mint, maxt int64) (SeriesRead, error) {
+	var out SeriesRead
+	var nf, nh int
+	var err error
+	if out.Floats, nf, err = readOnlyRead(r, floats, ref, mint, maxt); err != nil {
+		return SeriesRead{}, err
+	}
+	if out.Histograms, nh, err = readOnlyRead(r, histograms, ref, mint, maxt); err != nil {
+		return SeriesRead{}, err
+	}
+	out.WALOnly = nf + nh
+	return out, nil
+}
+
+// readOnlyRead returns ref's samples of kind k in [mint, maxt] and how many
+// of them are in the WAL only.
+func readOnlyRead[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) ([]S, int, error) {
 	const attempts = 5
 	var err error
 	for range attempts {
 		var runs [][]S
 		if runs, err = readOnlyFiles(r, k, ref, mint, maxt); !errors.Is(err, os.ErrNotExist) {
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
-			return mergeRuns(k, append(runs, walRuns(r, k, ref, mint, maxt)...)), nil
+			inFiles := mergeRuns(k, runs)
+			wal := walRuns(r, k, ref, mint, maxt)
+			if len(wal) == 0 {
+				return inFiles, 0, nil
+			}
+			n := len(inFiles)
+			if n > 0 {
+				wal = append([][]S{inFiles}, wal...) // first: files win ties, as in Select
+			}
+			all := mergeRuns(k, wal)
+			return all, len(all) - n, nil
 		}
 	}
-	return nil, fmt.Errorf("series %016x: files kept changing during %d reads: %w", ref, attempts, err)
+	return nil, 0, fmt.Errorf("series %016x: files kept changing during %d reads: %w", ref, attempts, err)
 }
 
 func readOnlyFiles[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) ([][]S, error) {
@@ -329,9 +520,10 @@ func readOnlyFiles[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) 
 	if err != nil {
 		return nil, err
 	}
+	files, rc := r.withBucketFiles(k.id(), ref, files)
 	var runs [][]S
 	for _, f := range SkipSealedBefore(files, mint) {
-		_, _, _, err := readFile(k, nil, f.Path, mint, maxt, func(run []S) error {
+		_, _, _, err := readFile(k, rc, f.Path, mint, maxt, func(run []S) error {
 			runs = append(runs, run)
 			return nil
 		})
@@ -425,6 +617,15 @@ func listFiles(root, kindDir string, ref uint64) ([]SeriesFile, error) {
 // ListFilesOf is ListFiles for many series at once, reading each shard
 // directory once: what a tail of thousands of series does every rescan.
 func (r *ReadOnly) ListFilesOf(refs []uint64) (map[uint64][]SeriesFile, error) {
+	return listFilesOf(r.dir, seriesDirName, refs)
+}
+
+// ListHistogramFilesOf is ListFilesOf for the series' native histogram files.
+func (r *ReadOnly) ListHistogramFilesOf(refs []uint64) (map[uint64][]SeriesFile, error) {
+	return listFilesOf(r.dir, histDirName, refs)
+}
+
+func listFilesOf(root, kindDir string, refs []uint64) (map[uint64][]SeriesFile, error) {
 	want := make(map[uint64]bool, len(refs))
 	shards := make(map[string]bool)
 	for _, ref := range refs {
@@ -433,7 +634,7 @@ func (r *ReadOnly) ListFilesOf(refs []uint64) (map[uint64][]SeriesFile, error) {
 	}
 	out := make(map[uint64][]SeriesFile, len(refs))
 	for sh := range shards {
-		sdir := filepath.Join(r.dir, seriesDirName, sh)
+		sdir := filepath.Join(root, kindDir, sh)
 		ents, err := os.ReadDir(sdir)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

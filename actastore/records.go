@@ -96,13 +96,51 @@ type refSamples[S any] struct {
 
 var errRecord = errors.New("bad record")
 
+// recordBuilder collects record payloads in one buffer it keeps across
+// uses (the WAL copies what it is given), so encoding a batch's records
+// allocates nothing once warm.
+type recordBuilder struct {
+	buf  []byte // the records, back to back
+	ends []int  // end offset of each record in buf
+	body []byte // scratch for the record being built
+}
+
+func (rb *recordBuilder) reset() {
+	rb.buf, rb.ends, rb.body = rb.buf[:0], rb.ends[:0], rb.body[:0]
+}
+
+// add appends a record: type | count uvarint | body.
+func (rb *recordBuilder) add(typ byte, count int, body []byte) {
+	rb.buf = append(rb.buf, typ)
+	rb.buf = binary.AppendUvarint(rb.buf, uint64(count))
+	rb.buf = append(rb.buf, body...)
+	rb.ends = append(rb.ends, len(rb.buf))
+}
+
+// records appends the built records to dst, as slices of the builder's
+// buffer (valid until its next use).
+func (rb *recordBuilder) records(dst [][]byte) [][]byte {
+	lo := 0
+	for _, hi := range rb.ends {
+		dst = append(dst, rb.buf[lo:hi:hi])
+		lo = hi
+	}
+	return dst
+}
+
 // appendSeriesRecords encodes series definitions into one or more record
 // payloads, each below maxRecordPayload, appending them to recs.
 //
 //	type=1 | count uvarint | count × (ref uint64 LE | created varint | labels)
 func appendSeriesRecords(recs [][]byte, series []seriesRec) [][]byte {
+	var rb recordBuilder
+	rb.addSeries(series)
+	return rb.records(recs)
+}
+
+func (rb *recordBuilder) addSeries(series []seriesRec) {
 	for len(series) > 0 {
-		body := make([]byte, 0, 256)
+		body := rb.body[:0]
 		n := 0
 		for n < len(series) && len(body) < maxRecordPayload {
 			s := series[n]
@@ -111,13 +149,10 @@ func appendSeriesRecords(recs [][]byte, series []seriesRec) [][]byte {
 			body = appendCanonicalLabels(body, s.Labels)
 			n++
 		}
-		rec := make([]byte, 0, len(body)+binary.MaxVarintLen64+1)
-		rec = append(rec, recSeries)
-		rec = binary.AppendUvarint(rec, uint64(n))
-		recs = append(recs, append(rec, body...))
+		rb.add(recSeries, n, body)
+		rb.body = body
 		series = series[n:]
 	}
-	return recs
 }
 
 // decodeSeriesRecord calls fn for each series definition of a type-1 payload.
@@ -157,31 +192,27 @@ func decodeSeriesRecord(b *labels.ScratchBuilder, rec []byte, fn func(seriesRec)
 }
 
 // appendSamplesRecords encodes samples of kind k into record payloads
-// below maxRecordPayload, appending them to recs; buf is scratch reused
-// across calls (each payload is a slice of a fresh allocation).
+// below maxRecordPayload, adding them to rb.
 //
 //	type=k.recordType() | count uvarint | count × (ref uint64 LE | n uvarint | k's payload of n samples)
 //
 // For floats (type 2) the payload is t0 varint | (n-1) × Δt varint |
 // n × value bits uint64 LE; for histograms (type 5) n histfile records.
-func appendSamplesRecords[S any](k kind[S], recs [][]byte, buf []byte, series []refSamples[S]) ([][]byte, []byte) {
+func appendSamplesRecords[S any](k kind[S], rb *recordBuilder, series []refSamples[S]) {
 	for len(series) > 0 {
-		buf = buf[:0]
+		body := rb.body[:0]
 		n := 0
-		for n < len(series) && len(buf) < maxRecordPayload {
+		for n < len(series) && len(body) < maxRecordPayload {
 			s := series[n]
-			buf = binary.LittleEndian.AppendUint64(buf, s.Ref)
-			buf = binary.AppendUvarint(buf, uint64(len(s.Samples)))
-			buf = k.appendSamples(buf, s.Samples)
+			body = binary.LittleEndian.AppendUint64(body, s.Ref)
+			body = binary.AppendUvarint(body, uint64(len(s.Samples)))
+			body = k.appendSamples(body, s.Samples)
 			n++
 		}
-		rec := make([]byte, 0, len(buf)+binary.MaxVarintLen64+1)
-		rec = append(rec, k.recordType())
-		rec = binary.AppendUvarint(rec, uint64(n))
-		recs = append(recs, append(rec, buf...))
+		rb.add(k.recordType(), n, body)
+		rb.body = body
 		series = series[n:]
 	}
-	return recs, buf
 }
 
 // decodeSamplesRecord calls fn for each series' samples of a samples

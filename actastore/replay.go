@@ -58,7 +58,7 @@ func (s *Store) scanFiles() (*scannedFiles, error) {
 				return nil, fmt.Errorf("list %s: %w", sdir, err)
 			}
 			// Committed tier merges first: their temporary file is the
-			// merged one, not a leftover (tier.go).
+			// merged one, not a leftover (tiermerge.go).
 			if found, err := s.finishMerges(sdir, ents); err != nil {
 				return nil, err
 			} else if found {
@@ -121,11 +121,9 @@ func (s *Store) attachFiles(sf *scannedFiles) {
 		switch id {
 		case kindFloat:
 			ms.floats.files, ms.floats.fileMaxKnown = starts, false
-			ms.floats.newestBase = -1
 		case kindHistogram:
 			tr := histograms.track(ms, true)
 			tr.files, tr.fileMaxKnown = starts, false
-			tr.newestBase = -1
 		}
 	}
 	for id, m := range sf.starts {
@@ -285,6 +283,10 @@ func repairTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	}
 	kept := tr.files[:0]
 	for _, start := range tr.files {
+		if _, only := s.tier.bucketOnly(k.id(), ms.ref, start); only {
+			kept = append(kept, start) // whole when uploaded; nothing local to repair
+			continue
+		}
 		path := filePath(s.dir, k, ms.ref, start)
 		res, err := repairFile(path)
 		if err != nil {
@@ -328,6 +330,12 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	mint, maxt := k.ts(tr.head[0]), k.ts(tr.head[len(tr.head)-1])
 	inFile := make(map[int64]struct{})
 	for i, start := range tr.files {
+		if _, only := s.tier.bucketOnly(k.id(), ms.ref, start); only {
+			// Uploaded long after these samples' WAL segment was deleted,
+			// in practice; reading it would make Open wait on the bucket.
+			// A copy flushed again is merged away by reads.
+			continue
+		}
 		path := filePath(s.dir, k, ms.ref, start)
 		_, hi, ok, err := readFile(k, nil, path, mint, maxt, func(run []S) error {
 			for _, smp := range run {
@@ -346,7 +354,7 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 				tr.fileMaxT = hi
 				tr.maxT = max(tr.maxT, hi)
 				if newest, found, err := newestInFile(k, path); err == nil && found {
-					tr.last, tr.hasLast = newest, true
+					tr.setLast(newest)
 				}
 			}
 		}

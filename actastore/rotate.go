@@ -64,6 +64,12 @@ func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S) (written 
 			start = curStart
 		}
 		path = filePath(s.dir, k, ms.ref, start)
+		if !part.Create {
+			// An idle newest file may exist only in the bucket (tier.go).
+			if err := s.tier.ensureLocal(k.id(), ms.ref, start); err != nil {
+				return written, path, err
+			}
+		}
 		if err := writeBlocks(s, k, ms, path, start, part.Create, smps[part.Lo:part.Hi]); err != nil {
 			return written, path, err
 		}
@@ -74,7 +80,7 @@ func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S) (written 
 			}
 		}
 		ms.mu.Lock()
-		if _, known := tr.fileMin[start]; known || part.Create {
+		if _, known := tr.fileMin(start); known || part.Create {
 			noteFileMin(tr, start, ts[part.Lo])
 		}
 		ms.mu.Unlock()
@@ -107,7 +113,7 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 		ms.mu.Lock()
 		tr := k.track(ms, false)
 		tr.files = append(tr.files, start)
-		tr.newestAppended, tr.newestBase = 0, 0
+		tr.setNewestRows(0)
 		ms.mu.Unlock()
 	}
 	rows := k.maxBlockRows(s.fo)
@@ -140,7 +146,7 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 		smps = smps[n:]
 		ms.mu.Lock()
 		if tr := k.track(ms, false); tr != nil {
-			tr.newestAppended += int32(n)
+			tr.addNewestRows(n)
 		}
 		ms.mu.Unlock()
 	}
@@ -192,7 +198,7 @@ func rewriteWith[S any](s *Store, k kind[S], ms *memSeries, path string, smps []
 	s.readers.invalidate(path)
 	ms.mu.Lock()
 	if tr := k.track(ms, false); tr != nil {
-		tr.newestAppended, tr.newestBase = 0, int32(min(len(all), math.MaxInt32))
+		tr.setNewestRows(len(all))
 	}
 	ms.mu.Unlock()
 	s.rm.Written.Add(float64(res.BytesOut))

@@ -1,24 +1,22 @@
 package actastore
 
 import (
-	"bufio"
 	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/acta-remote/acta-remote/rotation"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/acta-remote/acta-remote/internal/testkit"
+	"github.com/acta-remote/acta-remote/rotation"
 )
 
 // The rotation crash test kills (SIGKILL) a child that ingests with hourly
@@ -90,29 +88,26 @@ func TestRotationCrashChild(t *testing.T) {
 	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	s, err := Open(dir, opts)
 	if err != nil {
-		fmt.Printf("error %v\n", err)
-		os.Exit(3)
+		testkit.Fail(err)
 	}
-	fmt.Println("ready")
-	for n := start; ; n++ {
+	testkit.Ready()
+	testkit.Acknowledge(1, start, func(n int) error { // one appender: batches in order
 		res, err := s.Append(ctx, rotCrashBatch(n))
-		if err != nil || res.SamplesRejected != 0 {
-			fmt.Printf("error batch %d: %v %v\n", n, err, res.Errors)
-			os.Exit(4)
+		if err == nil && res.SamplesRejected != 0 {
+			err = fmt.Errorf("%d samples rejected: %v", res.SamplesRejected, res.Errors)
 		}
-		clk.Set(rotCrashT(n)) // data time drives head age, rotation and retention
-		fmt.Printf("ack %d\n", n)
-	}
+		if err == nil {
+			clk.Set(rotCrashT(n)) // data time drives head age, rotation and retention
+		}
+		return err
+	})
 }
 
 func TestRotationCrashKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test is slow")
 	}
-	rounds := 20
-	if v := os.Getenv("ACTASTORE_ROTCRASH_ROUNDS"); v != "" {
-		rounds, _ = strconv.Atoi(v)
-	}
+	rounds := crashRounds("ACTASTORE_ROTCRASH_ROUNDS", 20)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 7))
 	next, tmps, compacted := 0, 0, 0
@@ -222,60 +217,13 @@ func countTmp(t *testing.T, dir string) int {
 }
 
 // runRotCrashChild runs the child from batch start for about d, kills it,
-// and returns the last acknowledged batch.
+// and returns the last acknowledged batch (start-1 if none was).
 func runRotCrashChild(t *testing.T, dir string, start int, d time.Duration) int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRotationCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), rotCrashEnvDir+"="+dir, rotCrashEnvStart+"="+strconv.Itoa(start))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	env := []string{rotCrashEnvDir + "=" + dir, rotCrashEnvStart + "=" + strconv.Itoa(start)}
+	acks := testkit.RunAndKill(t, "TestRotationCrashChild", env, d)
+	if len(acks) == 0 {
+		return start - 1
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var maxAck atomic.Int64
-	maxAck.Store(int64(start - 1))
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		once := false
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "ready" && !once:
-				once = true
-				close(ready)
-			case strings.HasPrefix(line, "ack "):
-				n, _ := strconv.Atoi(line[4:])
-				maxAck.Store(int64(n))
-			case strings.HasPrefix(line, "error"):
-				if !once {
-					close(ready)
-				}
-				done <- fmt.Errorf("child: %s", line)
-				return
-			}
-		}
-		if !once {
-			close(ready)
-		}
-		done <- nil
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("child never became ready")
-	}
-	time.Sleep(d)
-	cmd.Process.Signal(syscall.SIGKILL)
-	cerr := <-done
-	cmd.Wait()
-	if cerr != nil {
-		t.Fatal(cerr)
-	}
-	return int(maxAck.Load())
+	return acks[len(acks)-1]
 }

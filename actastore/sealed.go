@@ -15,7 +15,7 @@ import (
 
 // Rewrites of sealed files, for every kind: compaction (one file into
 // itself, compact.go) and tier merges (a run of consecutive sealed files
-// into the first, tier.go). Both decode the files with the kind's codec,
+// into the first, tiermerge.go). Both decode the files with the kind's codec,
 // sort and deduplicate (the first stored wins: files in start order, then
 // blocks in file order, then rows — what Select returns), re-encode with
 // the kind's sealed representation (sealedBatches) and write a temporary
@@ -209,11 +209,11 @@ func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, ne
 		ms.mu.Lock()
 		if tr := k.track(ms, false); tr != nil {
 			if known {
-				delete(tr.fileMin, in[0].start)
+				tr.forgetFileMin(in[0].start)
 				noteFileMin(tr, in[0].start, lo)
 			}
 			if newest {
-				tr.newestAppended, tr.newestBase = 0, int32(min(len(all), math.MaxInt32))
+				tr.setNewestRows(len(all))
 			}
 		}
 		ms.mu.Unlock()
@@ -291,12 +291,9 @@ func dropMerged[S any](k kind[S], ms *memSeries, in []sealedInput, known bool, l
 		return
 	}
 	for _, f := range in[1:] {
-		if i := slices.Index(tr.files, f.start); i >= 0 {
-			tr.files = slices.Delete(tr.files, i, i+1)
-		}
-		delete(tr.fileMin, f.start)
+		dropFile(tr, f.start)
 	}
-	delete(tr.fileMin, in[0].start)
+	tr.forgetFileMin(in[0].start)
 	if known {
 		noteFileMin(tr, in[0].start, lo)
 	}

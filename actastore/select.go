@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 
@@ -32,7 +33,50 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)}
 	}
-	return &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1}
+	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)}}
+	if len(list) > 1 {
+		// Decode the next series on the other cores while one is read
+		// (file decoding is most of a wide query's cost); with files in a
+		// bucket, keep more ranged GETs in flight.
+		n := 2 * runtime.GOMAXPROCS(0)
+		if s.tier != nil {
+			n = max(n, tierLookahead)
+		}
+		ss.la = newLookahead(len(list), n, func(i int) loadedTracks {
+			if err := ctxErr(ctx); err != nil {
+				return loadedTracks{err: err}
+			}
+			lt := loadedTracks{st: readStats{localOnly: ss.st.localOnly}}
+			lt.smps, lt.hists, lt.err = loadTracks(s, list[i], mint, maxt, &lt.st)
+			return lt
+		})
+	}
+	return ss
+}
+
+// tierLookahead is how many series a Select of a store with a tier loads
+// ahead of its reader (ranged GETs in flight at once).
+const tierLookahead = 16
+
+// loadedTracks is one series' samples as a lookahead loaded them.
+type loadedTracks struct {
+	smps  []Sample
+	hists []HistogramSample
+	st    readStats
+	err   error
+}
+
+// loadTracks reads a series' samples of every kind in [mint, maxt].
+func loadTracks(s *Store, ms *memSeries, mint, maxt int64, st *readStats) ([]Sample, []HistogramSample, error) {
+	smps, err := readTrack(s, floats, ms, mint, maxt, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	hists, err := readTrack(s, histograms, ms, mint, maxt, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return smps, hists, nil
 }
 
 // matchSeries returns the series matching ms, sorted by labels.
@@ -114,10 +158,13 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 // retention (expired) or replaced by a tier merge (its samples are now in
 // an earlier file, maybe read before the merge): when the track's files
 // changed meanwhile, the read starts again from a fresh listing.
-func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) ([]S, error) {
+//
+// st (nil: not counted) counts what is read from the object store; with
+// st.localOnly, files that exist only there are skipped.
+func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) ([]S, error) {
 	const attempts = 5
 	for i := 1; ; i++ {
-		out, listed, missing, err := readTrackOnce(s, k, ms, mint, maxt)
+		out, listed, missing, err := readTrackOnce(s, k, ms, mint, maxt, st)
 		if err != nil || !missing || i == attempts {
 			return out, err
 		}
@@ -133,14 +180,14 @@ func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) ([]S
 
 // readTrackOnce is one attempt of readTrack; it also returns the track's
 // files it listed and whether a listed file was missing.
-func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) (out []S, listed []int64, missing bool, err error) {
+func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) (out []S, listed []int64, missing bool, err error) {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
 	if tr == nil {
 		ms.mu.Unlock()
 		return nil, nil, false, nil
 	}
-	flushing := inRange(k, nil, tr.flushing, mint, maxt)
+	flushing := inRange(k, nil, tr.flushingBuf(), mint, maxt)
 	head := inRange(k, nil, tr.head, mint, maxt)
 	files := filesInRange(tr, mint, maxt)
 	listed = slices.Clone(tr.files)
@@ -148,8 +195,13 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) 
 
 	var runs [][]S
 	for _, f := range files {
+		if st != nil && st.localOnly {
+			if _, only := s.tier.bucketOnly(k.id(), ms.ref, f.start); only {
+				continue
+			}
+		}
 		path := filePath(s.dir, k, ms.ref, f.start)
-		lo, _, ok, err := readFile(k, s.readers, path, mint, maxt, func(run []S) error {
+		lo, _, ok, err := readFileStats(k, s.readers, path, mint, maxt, st, func(run []S) error {
 			runs = append(runs, run)
 			return nil
 		})
@@ -254,7 +306,8 @@ func dedupeSorted[S any](k kind[S], r []S) []S {
 	return r
 }
 
-// seriesSet loads one series at a time.
+// seriesSet loads the selected series in order, a few ahead of its
+// reader (lookahead) when there is more than one.
 type seriesSet struct {
 	s          *Store
 	ctx        context.Context
@@ -264,12 +317,31 @@ type seriesSet struct {
 	cur        *loadedSeries
 	total      int64
 	err        error
+	st         readStats // what the object store served (tier_read.go)
+	observed   bool
+	la         *lookahead[loadedTracks] // with a tier: series loaded ahead
 }
 
 func (ss *seriesSet) Next() bool {
 	if ss.err != nil {
 		return false
 	}
+	if !ss.next() {
+		ss.observe()
+		return false
+	}
+	return true
+}
+
+// observe reports the set's object store reads once, when it ends.
+func (ss *seriesSet) observe() {
+	if !ss.observed {
+		ss.observed = true
+		ss.s.tier.observeQuery(&ss.st)
+	}
+}
+
+func (ss *seriesSet) next() bool {
 	for ss.i+1 < len(ss.list) {
 		ss.i++
 		if err := ctxErr(ss.ctx); err != nil {
@@ -277,12 +349,17 @@ func (ss *seriesSet) Next() bool {
 			return false
 		}
 		ms := ss.list[ss.i]
-		smps, err := readTrack(ss.s, floats, ms, ss.mint, ss.maxt)
-		if err != nil {
-			ss.err = err
-			return false
+		var smps []Sample
+		var hists []HistogramSample
+		var err error
+		if ss.la != nil {
+			lt := ss.la.get(ss.i)
+			smps, hists, err = lt.smps, lt.hists, lt.err
+			ss.st.bucketBytes += lt.st.bucketBytes
+			ss.st.bucketBlocks += lt.st.bucketBlocks
+		} else {
+			smps, hists, err = loadTracks(ss.s, ms, ss.mint, ss.maxt, &ss.st)
 		}
-		hists, err := readTrack(ss.s, histograms, ms, ss.mint, ss.maxt)
 		if err != nil {
 			ss.err = err
 			return false
@@ -303,7 +380,7 @@ func (ss *seriesSet) Next() bool {
 
 func (ss *seriesSet) At() Series   { return ss.cur }
 func (ss *seriesSet) Err() error   { return ss.err }
-func (ss *seriesSet) Close() error { ss.list = nil; ss.cur = nil; return nil }
+func (ss *seriesSet) Close() error { ss.observe(); ss.list = nil; ss.cur = nil; return nil }
 
 // loadedSeries is one series with its selected samples of every kind.
 type loadedSeries struct {

@@ -31,7 +31,9 @@ func TestSampleRecordsRoundTrip(t *testing.T) {
 		{Ref: 1, Samples: []Sample{{T: -5, V: staleNaN}, {T: 0, V: math.Inf(-1)}, {T: 1 << 60, V: math.Copysign(0, -1)}}},
 		{Ref: math.MaxUint64, Samples: []Sample{{T: 100, V: 1.5}}},
 	}
-	recs, _ := appendSamplesRecords(floats, nil, nil, in)
+	var rb recordBuilder
+	appendSamplesRecords(floats, &rb, in)
+	recs := rb.records(nil)
 	if len(recs) != 1 {
 		t.Fatalf("%d records", len(recs))
 	}

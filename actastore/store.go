@@ -47,6 +47,7 @@ type Store struct {
 	writers *writerCache
 	readers *readerCache
 	maint   *maintainer
+	tier    *tier // nil without Options.Tier (tier.go)
 
 	replayedSamples int         // at Open, for the metric
 	tombstones      []tombstone // replayed at Open, applied to the files before it returns
@@ -92,7 +93,7 @@ func (o *Options) setDefaults() {
 		o.MaxOpenFiles = 256
 	}
 	if o.MaxOpenReaders == 0 {
-		o.MaxOpenReaders = 1024
+		o.MaxOpenReaders = 4096
 	}
 	if o.MaxReaderBytes == 0 {
 		o.MaxReaderBytes = 64 << 20
@@ -185,6 +186,12 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		return nil, err
 	}
 	s.attachFiles(files)
+	if opts.Tier != nil {
+		if err := s.openTier(); err != nil {
+			return nil, err
+		}
+		undo = append(undo, s.tier.man.close)
+	}
 	if wasClean {
 		if err := s.loadFlushState(); err != nil {
 			return nil, err
@@ -231,6 +238,10 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	if opts.WALSync == SyncInterval {
 		s.bg.Add(1)
 		go s.syncLoop()
+	}
+	if s.tier != nil && s.tier.o.UploadInterval > 0 {
+		s.bg.Add(1)
+		go s.tierLoop()
 	}
 	return s, nil
 }
@@ -303,6 +314,11 @@ func (s *Store) Close() error {
 		if err := s.cat.close(); err != nil {
 			errs = append(errs, err)
 		}
+		if s.tier != nil {
+			if err := s.tier.man.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if len(errs) == 0 {
 			if err := s.writeFlushState(); err != nil {
 				errs = append(errs, err)
@@ -371,6 +387,9 @@ func (s *Store) abandon() {
 		s.readers.closeAll()
 		s.wal.Close()
 		s.cat.close()
+		if s.tier != nil {
+			s.tier.man.close()
+		}
 		s.lock.Close()
 		s.closeErr = ErrClosed
 	})

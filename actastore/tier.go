@@ -1,248 +1,473 @@
 package actastore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/acta-remote/acta-remote/acta"
+	"github.com/acta-remote/acta-remote/bucket"
 	"github.com/acta-remote/acta-remote/durable"
-	"github.com/acta-remote/acta-remote/rotation"
 )
 
-// Tier merges (rotation.Tiers): each maintenance pass, after retention and
-// before compaction, merges runs of consecutive sealed files of a track
-// into one (sealed.go has the protocol). Planning reads only the track's
-// file starts; the sizes and row counts that bound a merge are read for
-// the files of planned runs only, and a track whose plan those bounds
-// empty is not planned again until its files change.
+// The object-storage tier (Options.Tier): sealed series files are uploaded
+// to a bucket, verified, published in an index object, and then kept
+// locally only as long as the local retention says; a file whose local
+// copy is gone stays in its track's file list, and reads fetch the blocks
+// they need from the bucket (package bucket; docs/format/bucket.md).
+//
+// What is uploaded, and when: a sealed file (not its track's newest) once
+// compaction marked it done (at once with compaction off); the newest file
+// of an idle track once its rotation period is over. A file changed after
+// its upload (rewritten by DeleteSeries, merged by a longer period,
+// appended to after its period) has a new content CRC, so a new key: it is
+// uploaded again, and the index then names the new object and drops the
+// old one, which is deleted DeleteDelay later. A file that leaves its
+// track leaves the index. Nothing local is deleted before its upload is
+// verified (size and CRC-32C read back) and an index naming it is
+// published.
+//
+// Durable state: the manifest (tier_manifest.go), a local log of every
+// file uploaded and verified, so Open knows the files that exist only in
+// the bucket without asking it. The bucket may be down at Open and for as
+// long as it likes: ingest and reads of local files go on, uploads retry
+// with backoff (acta_tier_upload_lag_seconds grows), and nothing is
+// deleted locally meanwhile.
+//
+// Locks: tier.mu is a leaf (doc.go); uploads and bucket reads hold no
+// store lock, local deletions take the series' flush lock then its mu.
 
-// maxMergeRows bounds the samples one merge holds in memory (4 Mi rows:
-// 64 MiB of float samples; a month of a 1 s series is 2.6 Mi).
-const maxMergeRows = 1 << 22
-
-// activeTiers are the configured tiers retention allows (Options.Tiers).
-func (s *Store) activeTiers() rotation.Tiers {
-	t := s.opts.Compaction.Tiers
-	if age := s.opts.Retention.MaxAge; age > 0 {
-		var keep rotation.Tiers
-		for _, p := range t {
-			if p <= age/2 {
-				keep = append(keep, p)
-			}
-		}
-		t = keep
-	}
-	return t
+// TierOptions configure the object-storage tier.
+type TierOptions struct {
+	Client   *bucket.Client
+	Layout   bucket.Layout
+	Instance string // this writer's prefix under Layout; unique per writer
+	// UploadInterval: how often an upload cycle runs (uploads, index
+	// publication, local deletions, bucket retention). Default 1m;
+	// negative: never in the background (TierCycle runs one).
+	UploadInterval time.Duration
+	// LocalRetention keeps an uploaded file's local copy until its newest
+	// sample is this old; 0 deletes it once its upload is verified and
+	// published.
+	LocalRetention time.Duration
+	// MinBackoff and MaxBackoff bound the wait after a failed cycle
+	// (doubling). Defaults 1s and 5m.
+	MinBackoff, MaxBackoff time.Duration
+	// Concurrency: files uploaded at once. Default 4.
+	Concurrency int
+	// DeleteDelay: how long after an index without it is published an
+	// object is deleted (readers may hold an older index that long), and
+	// superseded index objects likewise. Default 1h.
+	DeleteDelay time.Duration
+	// BlockIndexCacheBytes bounds the local cache of bucket files' block
+	// indexes (tier/blockindex/). Default 256 MiB.
+	BlockIndexCacheBytes int64
+	// RetentionMaxAge, with RetentionOwner, runs bucket retention from
+	// this instance: files whose newest sample is older are expired in
+	// every prefix of the layout. Exactly one instance should own it.
+	RetentionMaxAge time.Duration
+	RetentionOwner  bool
+	// RetentionInterval: how often the owner runs bucket retention.
+	// Default 10m.
+	RetentionInterval time.Duration
+	// MaxIndexBytes bounds one decoded index object. Default 1 GiB.
+	MaxIndexBytes int64
 }
 
-// mergeSealed runs every planned merge of every track, paced like
-// compaction.
-func (s *Store) mergeSealed(res *MaintenanceResult) {
-	tiers := s.activeTiers()
-	if len(tiers) == 0 {
-		return
+func (o *TierOptions) setDefaults() {
+	if o.UploadInterval == 0 {
+		o.UploadInterval = time.Minute
 	}
-	co := s.opts.Compaction
-	opts := rotation.CompactOptions{BlockRows: co.BlockRows, ZstdLevel: co.ZstdLevel,
-		Limiter: rotation.NewLimiter(co.BytesPerSec, s.stop)}
-	for _, ms := range s.reg.live() {
-		for _, merge := range []func() bool{
-			func() bool { return mergeTrack(s, floats, ms, tiers, opts, res) },
-			func() bool { return mergeTrack(s, histograms, ms, tiers, opts, res) },
-		} {
-			if !merge() {
-				return // stopping
-			}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 5 * time.Minute
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.DeleteDelay <= 0 {
+		o.DeleteDelay = time.Hour
+	}
+	if o.BlockIndexCacheBytes <= 0 {
+		o.BlockIndexCacheBytes = 256 << 20
+	}
+	if o.RetentionInterval <= 0 {
+		o.RetentionInterval = 10 * time.Minute
+	}
+	if o.MaxIndexBytes <= 0 {
+		o.MaxIndexBytes = 1 << 30
+	}
+}
+
+// Tier directories under the store root.
+const (
+	tierDirName       = "tier"
+	tierManifestDir   = "manifest"
+	tierBlockIndexDir = "blockindex"
+	tierDownloadExt   = ".download" + tmpSuffix // a restore in progress; swept with the .tmp files
+)
+
+// tier is the store's object-storage state.
+type tier struct {
+	s     *Store
+	o     TierOptions
+	c     *bucket.Client
+	cache *bucket.IndexCache
+	man   *manifest
+	m     *tierMetrics
+
+	cycleLock sync.Mutex // one upload cycle at a time
+
+	mu    sync.Mutex
+	files map[bucket.FileID]*tierFile // uploaded and verified
+	// pending are manifest records (file, remove) no published index
+	// object holds yet; pub is the object being published, its bytes fixed
+	// from its first attempt (a retry must not change what a sequence
+	// number means).
+	pending []pendingRec
+	pub     *publication
+	seq     uint64 // last index object published; 0: not known yet (list first)
+	// lastFull is the newest full index object this process published,
+	// and when; deltas counts the deltas since.
+	lastFull   uint64
+	lastFullAt time.Time
+	gcFull     uint64 // index objects before this one are deleted
+	deltas     int
+	deltaRecs  int
+	fresh      bool   // the manifest was created by this Open
+	blocked    string // why publishing is refused ("" when it is not)
+	doomed     []doomedObject
+	swept      bool // orphan objects swept since Open
+	horizon    bucket.Horizon
+	retainer   *bucket.Retainer
+	lastRetain time.Time
+	failures   int
+	nextTry    time.Time
+	aborted    bool // incomplete multipart uploads aborted since Open
+}
+
+// tierFile is one uploaded file.
+type tierFile struct {
+	bucket.File
+	local     bool // a local copy exists (reads use it)
+	published bool // an index object naming this CRC is published
+}
+
+// pendingRec is a file or remove record waiting for an index object; why
+// is set for a removal (whether its object is this writer's to delete).
+type pendingRec struct {
+	rec      []byte
+	id       bucket.FileID
+	crc      uint32
+	file     bool
+	doomKey  string // "": nothing to delete; else the object replaced or removed
+	doomSize int64
+}
+
+type publication struct {
+	seq    uint64
+	full   bool
+	key    string
+	bytes  []byte
+	covers int           // pending records it holds
+	files  []publishedID // files it names
+}
+
+type publishedID struct {
+	id  bucket.FileID
+	crc uint32
+}
+
+type doomedObject struct {
+	key   string
+	after time.Time
+}
+
+// kindOf maps the store's kinds to the bucket's (the same numbers, kept
+// apart so the bucket layout does not follow an internal enum).
+func bucketKind(k kindID) bucket.Kind {
+	if k == kindHistogram {
+		return bucket.KindHistogram
+	}
+	return bucket.KindFloat
+}
+
+func storeKind(k bucket.Kind) kindID {
+	if k == bucket.KindHistogram {
+		return kindHistogram
+	}
+	return kindFloat
+}
+
+// openTier loads the manifest and block index cache. Called by Open after
+// the files on disk are attached to their series and before torn files
+// are repaired: repair and the replay's duplicate check skip files that
+// exist only in the bucket.
+func (s *Store) openTier() error {
+	o := *s.opts.Tier
+	o.setDefaults()
+	if o.Client == nil {
+		return errors.New("tier: no bucket client")
+	}
+	if err := bucket.ValidInstance(o.Instance); err != nil {
+		return fmt.Errorf("tier: %w", err)
+	}
+	if err := bucket.ValidPrefix(o.Layout.Prefix); err != nil {
+		return fmt.Errorf("tier: %w", err)
+	}
+	root := filepath.Join(s.dir, tierDirName)
+	mdir := filepath.Join(root, tierManifestDir)
+	_, statErr := os.Stat(mdir)
+	t := &tier{s: s, o: o, c: o.Client, files: make(map[bucket.FileID]*tierFile), fresh: os.IsNotExist(statErr)}
+	var err error
+	if t.cache, err = bucket.OpenIndexCache(filepath.Join(root, tierBlockIndexDir), o.BlockIndexCacheBytes, s.opts.Registerer); err != nil {
+		return err
+	}
+	if t.man, err = openManifest(mdir, func(f bucket.File) { t.files[f.FileID] = &tierFile{File: f} }, func(id bucket.FileID, crc uint32) {
+		if f := t.files[id]; f != nil && f.CRC == crc {
+			delete(t.files, id)
+		}
+	}); err != nil {
+		return err
+	}
+	if o.RetentionOwner && o.RetentionMaxAge > 0 {
+		t.retainer = o.Client.NewRetainer(o.Layout, bucket.RetentionOptions{Owner: o.Instance, MaxAge: o.RetentionMaxAge,
+			DeleteDelay: o.DeleteDelay, MaxIndexRaw: o.MaxIndexBytes})
+	}
+	if t.m, err = newTierMetrics(s.opts.Registerer); err != nil {
+		t.man.close()
+		return err
+	}
+	s.tier = t
+	s.readers.remote = t.openRemote
+	t.attach()
+	return nil
+}
+
+// attach adds the files that exist only in the bucket to their tracks,
+// with what the manifest knows of them (bounds), so names keep pruning
+// reads and no read opens them to learn what the manifest says. A file of
+// a series the store no longer has leaves the index at the next cycle.
+func (t *tier) attach() {
+	s := t.s
+	for id, f := range t.files {
+		ms := s.reg.byRef[id.Ref]
+		if ms == nil {
+			continue
+		}
+		path := t.path(id)
+		if _, err := os.Stat(path); err == nil {
+			f.local = true
+			continue
+		}
+		switch storeKind(id.Kind) {
+		case kindHistogram:
+			attachRemote(s, histograms, ms, f)
+		default:
+			attachRemote(s, floats, ms, f)
+		}
+		s.maint.mark(path) // nothing to compact locally
+	}
+}
+
+func attachRemote[S any](s *Store, k kind[S], ms *memSeries, f *tierFile) {
+	tr := k.track(ms, true)
+	i, found := slices.BinarySearch(tr.files, f.Start)
+	if !found {
+		tr.files = slices.Insert(tr.files, i, f.Start)
+	}
+	noteFileMin(tr, f.Start, f.MinT)
+	if tr.files[len(tr.files)-1] == f.Start && !tr.fileMaxKnown {
+		// The newest file exists only in the bucket: its newest sample is
+		// known without reading it.
+		tr.fileMaxKnown, tr.fileMaxT = true, f.MaxT
+		if tr.maxT == noTime || f.MaxT > tr.maxT {
+			tr.maxT = f.MaxT
 		}
 	}
 }
 
-// mergeTrack merges what the plan says for one track, re-planning after
-// each round so one pass can go up the tiers. It returns false when the
-// store is stopping.
-func mergeTrack[S any](s *Store, k kind[S], ms *memSeries, tiers rotation.Tiers, o rotation.CompactOptions, res *MaintenanceResult) bool {
-	for round := 0; round < 2*len(tiers)+2; round++ {
+// path is the local path of a file id.
+func (t *tier) path(id bucket.FileID) string {
+	return filepath.Join(t.s.dir, id.Kind.Dir(), shardName(id.Ref), seriesFileName(id.Ref, id.Start))
+}
+
+// key is the object key of an uploaded file.
+func (t *tier) key(f bucket.File) string {
+	return t.o.Layout.FileKey(t.o.Instance, f.Kind, f.Ref, f.Start, f.CRC)
+}
+
+// idOf parses a local series file path (the reader cache's key).
+func idOf(path string) (bucket.FileID, bool) {
+	ref, start, ok := parseSeriesFileName(filepath.Base(path))
+	if !ok {
+		return bucket.FileID{}, false
+	}
+	switch filepath.Base(filepath.Dir(filepath.Dir(path))) {
+	case seriesDirName:
+		return bucket.FileID{Kind: bucket.KindFloat, Ref: ref, Start: start}, true
+	case histDirName:
+		return bucket.FileID{Kind: bucket.KindHistogram, Ref: ref, Start: start}, true
+	}
+	return bucket.FileID{}, false
+}
+
+// bucketOnly reports whether a track's file exists only in the bucket.
+func (t *tier) bucketOnly(k kindID, ref uint64, start int64) (bucket.File, bool) {
+	if t == nil {
+		return bucket.File{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.files[bucket.FileID{Kind: bucketKind(k), Ref: ref, Start: start}]
+	if f == nil || f.local {
+		return bucket.File{}, false
+	}
+	return f.File, true
+}
+
+// isBucketOnly reports whether a file exists only in the object store.
+func isBucketOnly(s *Store, k kindID, ref uint64, start int64) bool {
+	_, only := s.tier.bucketOnly(k, ref, start)
+	return only
+}
+
+// openRemote opens a series file that exists only in the bucket (the
+// reader cache calls it when the local file is missing); ok is false for a
+// file the bucket does not hold either.
+func (t *tier) openRemote(path string) (*acta.Reader, bool, error) {
+	id, ok := idOf(path)
+	if !ok {
+		return nil, false, nil
+	}
+	t.mu.Lock()
+	f := t.files[id]
+	var file bucket.File
+	if f != nil {
+		file = f.File
+		f.local = false // the local copy is gone, whatever we thought
+	}
+	horizon := t.horizon
+	t.mu.Unlock()
+	if f == nil {
+		return nil, false, nil
+	}
+	key := t.key(file)
+	r, err := t.c.OpenFile(key, file.Size, file.CRC, t.cache, acta.Limits{})
+	if errors.Is(err, bucket.ErrNotFound) && horizon.Expired(file.MaxT) {
+		// Bucket retention deleted it before this writer dropped it from
+		// its track: expired data, as a local file retention removed.
+		return nil, true, fmt.Errorf("%w (expired by bucket retention: %v)", os.ErrNotExist, err)
+	}
+	if err != nil {
+		t.m.readErrors.Inc()
+		return nil, true, fmt.Errorf("tier: read %s: %w", t.c.URL(key), err)
+	}
+	return r, true, nil
+}
+
+// ensureLocal brings a file that exists only in the bucket back to local
+// disk before the store changes it: the newest file a flush appends to
+// (its local copy went while the track was idle), a file DeleteSeries
+// rewrites. The object is read whole, checked against the manifest's size
+// and CRC-32C, written to a temporary name, synced and renamed into
+// place. Called with the series' flush lock held.
+func (t *tier) ensureLocal(k kindID, ref uint64, start int64) error {
+	if t == nil {
+		return nil
+	}
+	f, only := t.bucketOnly(k, ref, start)
+	if !only {
+		return nil
+	}
+	path := t.path(f.FileID)
+	if _, err := os.Stat(path); err == nil {
+		t.setLocal(f.FileID, f.CRC, true)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b, err := t.c.Get(ctx, t.key(f), f.Size, "restore")
+	if err != nil {
+		return fmt.Errorf("tier: restore %s: %w", path, err)
+	}
+	if int64(len(b)) != f.Size || bucket.CRC32C(b) != f.CRC {
+		return fmt.Errorf("tier: restore %s: %s is %d bytes with CRC-32C %08x, the manifest says %d and %08x",
+			path, t.c.URL(t.key(f)), len(b), bucket.CRC32C(b), f.Size, f.CRC)
+	}
+	if err := writeFileAtomic(path, b); err != nil {
+		return fmt.Errorf("tier: restore %s: %w", path, err)
+	}
+	t.s.readers.invalidate(path)
+	t.s.maint.forget(path)
+	t.setLocal(f.FileID, f.CRC, true)
+	t.m.restored.Inc()
+	return nil
+}
+
+func (t *tier) setLocal(id bucket.FileID, crc uint32, local bool) {
+	t.mu.Lock()
+	if f := t.files[id]; f != nil && f.CRC == crc {
+		f.local = local
+	}
+	t.mu.Unlock()
+}
+
+// writeFileAtomic writes b to path durably: a temporary file, fsync,
+// rename, directory fsync.
+func writeFileAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + tierDownloadExt
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return durable.SyncDir(filepath.Dir(path))
+}
+
+// tierBeforeDelete prepares a DeleteSeries of [mint, maxt] for a file
+// that may exist only in the bucket: one holding nothing of the range is
+// skipped, one wholly inside it leaves its track without a download (the
+// next cycle removes it from the index and deletes its object), any other
+// is restored locally to be rewritten. skip says the file is done with.
+// Called with the series' flush lock held.
+func tierBeforeDelete[S any](s *Store, k kind[S], ms *memSeries, start, mint, maxt int64) (skip bool, err error) {
+	f, only := s.tier.bucketOnly(k.id(), ms.ref, start)
+	switch {
+	case !only:
+		return false, nil
+	case f.MaxT < mint || f.MinT > maxt:
+		return true, nil
+	case f.MinT >= mint && f.MaxT <= maxt:
 		ms.mu.Lock()
-		tr := k.track(ms, false)
-		var starts []int64
-		if tr != nil {
-			starts = slices.Clone(tr.files)
+		if tr := k.track(ms, false); tr != nil {
+			dropFile(tr, start)
 		}
 		ms.mu.Unlock()
-		files := make([]rotation.MergeFile, len(starts))
-		for i, st := range starts {
-			files[i].Start = st
-		}
-		runs := tiers.Plan(files, 0, 0)
-		if len(runs) == 0 {
-			return true
-		}
-		key := mergePlanKey(k.id(), ms.ref, starts)
-		if s.maint.done(key) {
-			return true // bounded away since these files were planned
-		}
-		// The bounds need sizes and rows: read them for the planned files.
-		for _, r := range runs {
-			for i := r.Lo; i < r.Hi; i++ {
-				files[i].Bytes, files[i].Rows = fileBytesRows(s, filePath(s.dir, k, ms.ref, starts[i]))
-			}
-		}
-		maxBytes := s.opts.Rotation.MaxFileBytes
-		runs = tiers.Plan(files, maxBytes, maxMergeRows)
-		if len(runs) == 0 {
-			s.maint.mark(key)
-			return true
-		}
-		for _, r := range runs {
-			select {
-			case <-s.stop:
-				return false
-			default:
-			}
-			began := time.Now()
-			tier := strconv.Itoa(r.Tier)
-			cr, err := rewriteSealed(s, k, ms, starts[r.Lo:r.Hi], false, o)
-			switch {
-			case errors.Is(err, errStale), errors.Is(err, os.ErrNotExist):
-				s.rm.Merges.WithLabelValues(tier, "stale").Inc()
-				return true // the track changed: the next pass plans again
-			case err != nil:
-				res.Errors++
-				s.rm.Merges.WithLabelValues(tier, "error").Inc()
-				s.log.Error("tier merge failed; files left as they were", "kind", k.name(),
-					"ref", fmt.Sprintf("%016x", ms.ref), "files", r.Hi-r.Lo, "err", err)
-				s.maint.mark(key) // not retried before the next start
-				return true
-			}
-			res.Merged++
-			res.MergedFiles += r.Hi - r.Lo
-			res.BytesBefore += cr.AllocatedIn
-			res.BytesAfter += cr.AllocatedOut
-			s.rm.Merges.WithLabelValues(tier, "done").Inc()
-			s.rm.MergedFiles.Add(float64(r.Hi - r.Lo))
-			s.rm.CompactionSeconds.Observe(time.Since(began).Seconds())
-			s.rm.CompactedIn.Add(float64(cr.AllocatedIn))
-			s.rm.CompactedOut.Add(float64(cr.AllocatedOut))
-			s.rm.Written.Add(float64(cr.BytesOut))
-			s.rm.DuplicatesDropped.Add(float64(cr.RowsIn - cr.RowsOut))
-			s.log.Debug("merged sealed files", "kind", k.name(), "path", filePath(s.dir, k, ms.ref, starts[r.Lo]),
-				"files", r.Hi-r.Lo, "tier", r.Tier, "rows", cr.RowsOut, "bytes_before", cr.AllocatedIn, "bytes_after", cr.AllocatedOut)
-		}
+		return true, nil
 	}
-	return true
-}
-
-// mergePlanKey names a track's file list in the maintainer's done set.
-func mergePlanKey(id kindID, ref uint64, starts []int64) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "merge:%d:%016x", id, ref)
-	for _, st := range starts {
-		fmt.Fprintf(&b, ":%d", st)
-	}
-	return b.String()
-}
-
-// fileBytesRows returns a file's apparent size and committed rows (0, 0
-// when it cannot be read: the merge then fails or goes stale).
-func fileBytesRows(s *Store, path string) (int64, int64) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0, 0
-	}
-	r, done, err := s.readers.open(path)
-	if err != nil {
-		return fi.Size(), 0
-	}
-	defer done()
-	var rows int64
-	for _, b := range r.Blocks() {
-		rows += int64(b.Rows)
-	}
-	return fi.Size(), rows
-}
-
-// finishMerges completes, at Open, the merges whose commit marker is in
-// shard directory sdir (step 2 of the protocol in sealed.go): the
-// merged file is validated and renamed into place if the crash came
-// before the rename, then the files it replaced are deleted, then the
-// marker. It runs before the directory's temporary files are swept.
-func (s *Store) finishMerges(sdir string, ents []os.DirEntry) (bool, error) {
-	found := false
-	for _, e := range ents {
-		ref, a, b, ok := parseMergeMarkerName(e.Name())
-		if !ok {
-			continue
-		}
-		found = true
-		marker := filepath.Join(sdir, e.Name())
-		first := filepath.Join(sdir, seriesFileName(ref, a))
-		tmp := compactTmpPath(first)
-		if _, err := os.Stat(tmp); err == nil {
-			if err := acta.Validate(tmp, acta.ValidateFull); err != nil {
-				// Cannot happen (T is validated before the marker is
-				// made); the old files are still whole, so they stay.
-				s.log.Error("merged file of a committed merge fails validation; the merge is dropped", "path", tmp, "err", err)
-				os.Remove(tmp)
-				if err := os.Remove(marker); err != nil {
-					return found, fmt.Errorf("finish merge %s: %w", marker, err)
-				}
-				continue
-			}
-			if err := os.Rename(tmp, first); err != nil {
-				return found, fmt.Errorf("finish merge %s: %w", marker, err)
-			}
-		}
-		for _, f := range ents {
-			if fref, start, ok := parseSeriesFileName(f.Name()); ok && fref == ref && start > a && start <= b {
-				if err := os.Remove(filepath.Join(sdir, f.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return found, fmt.Errorf("finish merge %s: %w", marker, err)
-				}
-			}
-		}
-		if err := durable.SyncDir(sdir); err != nil {
-			return found, err
-		}
-		if err := os.Remove(marker); err != nil {
-			return found, fmt.Errorf("finish merge %s: %w", marker, err)
-		}
-		s.log.Warn("finished a tier merge interrupted by a crash", "path", first, "replaced_up_to", b)
-	}
-	if found {
-		return true, durable.SyncDir(sdir)
-	}
-	return false, nil
-}
-
-// mergedAway returns, for a listing of a shard directory, the files that
-// committed but unfinished merges replaced (a reader of a directory the
-// server is not running on, or is merging in, must not read them as well as
-// the merged file): those whose merge marker says so, when the merged file
-// is already in place (its temporary file is gone).
-func mergedAway(ents []os.DirEntry) map[string]bool {
-	var out map[string]bool
-	names := make(map[string]bool, len(ents))
-	for _, e := range ents {
-		names[e.Name()] = true
-	}
-	for _, e := range ents {
-		ref, a, b, ok := parseMergeMarkerName(e.Name())
-		if !ok || names[seriesFileName(ref, a)+tmpSuffix] {
-			continue
-		}
-		for _, f := range ents {
-			if fref, start, ok := parseSeriesFileName(f.Name()); ok && fref == ref && start > a && start <= b {
-				if out == nil {
-					out = make(map[string]bool)
-				}
-				out[f.Name()] = true
-			}
-		}
-	}
-	return out
+	return false, s.tier.ensureLocal(k.id(), ms.ref, start)
 }

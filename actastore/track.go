@@ -1,6 +1,7 @@
 package actastore
 
 import (
+	"math"
 	"slices"
 )
 
@@ -16,14 +17,12 @@ const noTime int64 = -1 << 63
 type track[S any] struct {
 	// head holds accepted, unflushed samples sorted by timestamp, one per
 	// timestamp.
-	head      []S
-	headSeg   int32 // WAL segment holding the oldest head sample
-	headSince int64 // wall clock (unix ns) when head became non-empty
-	// flushing holds the samples a flush is writing; they stay readable
-	// here until the file holds them.
-	flushing    []S
-	flushingSeg int32
-	queued      bool // queued for a size-triggered flush
+	head    []S
+	headSeg int32 // WAL segment holding the oldest head sample
+	queued  bool  // queued for a size-triggered flush
+	// fileMaxKnown says fileMaxT is valid.
+	fileMaxKnown bool
+	headSince    int64 // wall clock (unix ns) when head became non-empty
 
 	// maxT is the newest timestamp the track accepted (or found in its files
 	// or the WAL at start-up); noTime when unknown.
@@ -31,24 +30,121 @@ type track[S any] struct {
 	// fileMaxT is the newest timestamp in the track's files, valid when
 	// fileMaxKnown (noTime: no file holds a sample). A sample at or below it
 	// may be in a file: duplicate detection then looks there.
-	fileMaxT     int64
-	fileMaxKnown bool
-	// last is the newest sample written to a file since start-up (or from
-	// the flush state): a resent copy of it is recognised without a read.
-	last    S
-	hasLast bool
+	fileMaxT int64
 
 	// files are the start timestamps (ms) of the track's files, ascending;
 	// only the last is appended to (rotation package doc).
 	files []int64
-	// fileMin is the smallest timestamp known to be in a file, by start:
-	// set for files written since Open and for sealed files a read opened.
-	fileMin map[int64]int64
+	// cold is what a track needs once it flushes, out of line so a series
+	// that only buffers costs less; nil until then.
+	cold *trackCold[S]
+}
+
+// trackCold is the part of a track a flush and its files need.
+type trackCold[S any] struct {
+	// flushing holds the samples a flush is writing; they stay readable
+	// here until the file holds them.
+	flushing    []S
+	flushingSeg int32
+	hasLast     bool
+	// last is the newest sample written to a file since start-up (or from
+	// the flush state): a resent copy of it is recognised without a read.
+	last S
+	// mins are, by file (as files), the smallest timestamp known to be in
+	// it, noTime when unknown: set for files written since Open and for
+	// sealed files a read opened. A file without one must be opened to
+	// learn its lower bound (it may hold out-of-order samples older than
+	// its start). Shorter than files when the tail is unknown.
+	mins []int64
 
 	// Rewrites of the newest file (compact.go): rows flushes appended to
 	// it since compaction last rewrote it, and the rows it held then;
-	// newestBase is -1 while unknown (files found at Open).
+	// newestKnown is false while what it holds is unknown (files found at
+	// Open).
 	newestAppended, newestBase int32
+	newestKnown                bool
+}
+
+func (tr *track[S]) coldState() *trackCold[S] {
+	if tr.cold == nil {
+		tr.cold = &trackCold[S]{}
+	}
+	return tr.cold
+}
+
+// flushingBuf is the samples being flushed (nil when none).
+func (tr *track[S]) flushingBuf() []S {
+	if tr.cold == nil {
+		return nil
+	}
+	return tr.cold.flushing
+}
+
+// lastFlushed is the newest sample written to a file since start-up.
+func (tr *track[S]) lastFlushed() (S, bool) {
+	if tr.cold == nil || !tr.cold.hasLast {
+		var zero S
+		return zero, false
+	}
+	return tr.cold.last, true
+}
+
+func (tr *track[S]) setLast(s S) {
+	c := tr.coldState()
+	c.last, c.hasLast = s, true
+}
+
+func (tr *track[S]) clearLast() {
+	if tr.cold != nil {
+		var zero S
+		tr.cold.last, tr.cold.hasLast = zero, false
+	}
+}
+
+// newestRows returns the rows flushes appended to the newest file since
+// its last rewrite and the rows that rewrite left; known is false while
+// they are unknown (a track whose files were found at Open).
+func (tr *track[S]) newestRows() (appended, base int32, known bool) {
+	if tr.cold == nil {
+		return 0, 0, false
+	}
+	return tr.cold.newestAppended, tr.cold.newestBase, tr.cold.newestKnown
+}
+
+// setNewestRows records that the newest file holds rows rows, all of them
+// written by a rewrite (0 for a file just created).
+func (tr *track[S]) setNewestRows(rows int) {
+	c := tr.coldState()
+	c.newestAppended, c.newestBase, c.newestKnown = 0, int32(min(rows, math.MaxInt32)), true
+}
+
+// addNewestRows counts n rows a flush appended to the newest file.
+func (tr *track[S]) addNewestRows(n int) {
+	if c := tr.cold; c != nil {
+		c.newestAppended = int32(min(int64(c.newestAppended)+int64(n), math.MaxInt32))
+	}
+}
+
+// fileMin is the smallest timestamp known in the file starting at start.
+func (tr *track[S]) fileMin(start int64) (int64, bool) {
+	if tr.cold == nil {
+		return 0, false
+	}
+	i := slices.Index(tr.files, start)
+	if i < 0 || i >= len(tr.cold.mins) || tr.cold.mins[i] == noTime {
+		return 0, false
+	}
+	return tr.cold.mins[i], true
+}
+
+// forgetFileMin forgets what is known of a file's lower bound.
+func (tr *track[S]) forgetFileMin(start int64) {
+	if tr.cold == nil {
+		return
+	}
+	if i := slices.Index(tr.files, start); i >= 0 && i < len(tr.cold.mins) {
+		tr.cold.mins[i] = noTime
+	}
 }
 
 // newTrack is the track of a series without files: nothing accepted, no
@@ -92,13 +188,13 @@ func find[S any](k kind[S], ss []S, t int64) (int, bool) {
 // oooMs is the out-of-order window in ms (0: any age).
 func classify[S any](k kind[S], tr *track[S], smp S, oooMs int64, hits map[int64]fileHit[S]) sampleVerdict {
 	t := k.ts(smp)
-	for _, buf := range [2][]S{tr.head, tr.flushing} {
+	for _, buf := range [2][]S{tr.head, tr.flushingBuf()} {
 		if i, ok := find(k, buf, t); ok {
 			return sameOrConflict(k, buf[i], smp)
 		}
 	}
-	if tr.hasLast && k.ts(tr.last) == t {
-		return sameOrConflict(k, tr.last, smp)
+	if last, ok := tr.lastFlushed(); ok && k.ts(last) == t {
+		return sameOrConflict(k, last, smp)
 	}
 	// Newer than anything accepted: the usual in-order sample.
 	if tr.maxT != noTime && t > tr.maxT {
@@ -145,7 +241,7 @@ func insert[S any](k kind[S], tr *track[S], smp S, seg int32, nowNs int64) bool 
 	if found {
 		return false
 	}
-	if _, found := find(k, tr.flushing, t); found {
+	if _, found := find(k, tr.flushingBuf(), t); found {
 		return false
 	}
 	if len(tr.head) == 0 {
@@ -170,14 +266,14 @@ func (tr *track[S]) walSegNeeded() int32 {
 	if len(tr.head) > 0 {
 		seg = tr.headSeg
 	}
-	if len(tr.flushing) > 0 && (seg < 0 || tr.flushingSeg < seg) {
-		seg = tr.flushingSeg
+	if c := tr.cold; c != nil && len(c.flushing) > 0 && (seg < 0 || c.flushingSeg < seg) {
+		seg = c.flushingSeg
 	}
 	return seg
 }
 
 // busy reports whether the track holds unflushed samples.
-func (tr *track[S]) busy() bool { return len(tr.head) > 0 || len(tr.flushing) > 0 }
+func (tr *track[S]) busy() bool { return len(tr.head) > 0 || len(tr.flushingBuf()) > 0 }
 
 // inRange appends the samples of sorted ss within [mint, maxt] to dst.
 func inRange[S any](k kind[S], dst, ss []S, mint, maxt int64) []S {
@@ -192,8 +288,8 @@ func inRange[S any](k kind[S], dst, ss []S, mint, maxt int64) []S {
 // flushed records that sorted smps are now in the newest file.
 func flushed[S any](k kind[S], tr *track[S], smps []S) {
 	last := smps[len(smps)-1]
-	if t := k.ts(last); !tr.hasLast || t >= k.ts(tr.last) {
-		tr.last, tr.hasLast = last, true
+	if prev, ok := tr.lastFlushed(); !ok || k.ts(last) >= k.ts(prev) {
+		tr.setLast(last)
 	}
 	if t := k.ts(last); tr.fileMaxKnown && t > tr.fileMaxT {
 		tr.fileMaxT = t

@@ -90,6 +90,11 @@ func New(c Config, log *slog.Logger) (*Authenticator, error) {
 	return a, nil
 }
 
+// ReadSecretFile reads a secret from a file as the server's own credential
+// files are read: one trailing newline (and carriage return) stripped, an
+// empty file refused; errors name the path, never the contents.
+func ReadSecretFile(path string) ([]byte, error) { return readSecret(path) }
+
 func readSecret(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -2,15 +2,14 @@
 // every key has a default, strict decoding (unknown keys are errors), and
 // validation whose errors name the offending key and the reason.
 //
-// The key reference with defaults and meanings lives in README.md and in
+// The key reference with defaults and meanings lives in
+// docs/configuration.md (TestDocsDocumentEveryKey holds it to every key) and in
 // default.yaml (embedded: the server runs on it when no --config is given).
 package config
 
 import (
 	_ "embed"
 	"time"
-
-	"github.com/acta-remote/acta-remote/otlp"
 )
 
 // DefaultYAML is the embedded default configuration file. Default() parses it,
@@ -25,20 +24,36 @@ type Config struct {
 	// loopback only: exposing the server is a deliberate choice.
 	Listen string `yaml:"listen"`
 	// DataDir holds the WAL, the series catalog and the series files.
-	DataDir     string            `yaml:"data_dir"`
+	DataDir string `yaml:"data_dir"`
+	// Mode is "write" (ingest; the default) or "query" (read-only over a
+	// bucket's every writer prefix: storage.object_store).
+	Mode        string            `yaml:"mode"`
 	Log         LogConfig         `yaml:"log"`
 	Storage     StorageConfig     `yaml:"storage"`
 	RemoteWrite RemoteWriteConfig `yaml:"remote_write"`
 	RemoteRead  RemoteReadConfig  `yaml:"remote_read"`
-	// OTLP is the OTLP metrics receiver's block; its keys, defaults and
-	// validation belong to package otlp.
-	OTLP otlp.Config `yaml:"otlp"`
+	// Query is the Prometheus HTTP query API (PromQL, series, labels, ...).
+	Query QueryConfig `yaml:"query"`
+	// OTLP is the OTLP metrics receiver's block (otlp.go).
+	OTLP OTLPConfig `yaml:"otlp"`
 	// Rotation seals series files, deletes them for retention and
 	// compacts sealed ones.
 	Rotation RotationConfig `yaml:"rotation"`
 	// Auth and TLS guard the HTTP endpoints and the OTLP gRPC service alike.
 	Auth AuthConfig `yaml:"auth"`
 	TLS  TLSConfig  `yaml:"tls"`
+	// Debug holds operator tools served on the HTTP listener.
+	Debug DebugConfig `yaml:"debug"`
+}
+
+// DebugConfig turns operator tools on the HTTP listener on or off.
+type DebugConfig struct {
+	// Pprof serves Go's runtime profiles (net/http/pprof) at /debug/pprof/,
+	// behind the same auth as the data. On by default, as in Prometheus
+	// and VictoriaMetrics: a slowdown is profiled while it happens, not
+	// after a restart with another config; a profile costs only while one
+	// is taken.
+	Pprof bool `yaml:"pprof"`
 }
 
 // AuthConfig turns on client authentication; both kinds may be set (either
@@ -113,6 +128,9 @@ type StorageConfig struct {
 	// the head (MaxHeadBytes is lowered to fit), half for requests in
 	// flight (Validate refuses max_concurrent x body sizes above it).
 	MemoryBudget ByteSize `yaml:"memory_budget"`
+	// ObjectStore uploads sealed series files to an S3-compatible bucket
+	// and reads them from there (objectstore.go).
+	ObjectStore ObjectStoreConfig `yaml:"object_store"`
 }
 
 // RemoteWriteConfig bounds what one remote-write request may cost.
@@ -129,7 +147,7 @@ type RemoteWriteConfig struct {
 	// MaxConcurrent requests decoded at once; more wait for a slot.
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// MaxQueueWait: how long a request waits for a slot before it gets
-	// 429 with Retry-After (0 answers 429 at once).
+	// 503 with Retry-After (0 answers 503 at once; apistatus says why not 429).
 	MaxQueueWait time.Duration `yaml:"max_queue_wait"`
 }
 

@@ -6,20 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/acta-remote/acta-remote/otlp"
 )
-
-// normalize treats empty and nil lists alike.
-func normalize(c otlp.Config) otlp.Config {
-	if len(c.PromoteResourceAttributes) == 0 {
-		c.PromoteResourceAttributes = nil
-	}
-	if len(c.IgnoreResourceAttributes) == 0 {
-		c.IgnoreResourceAttributes = nil
-	}
-	return c
-}
 
 func TestDefaults(t *testing.T) {
 	c := Default()
@@ -43,10 +30,29 @@ func TestDefaults(t *testing.T) {
 		{"remote_read.max_samples_per_query", c.RemoteRead.MaxSamplesPerQuery, int64(50_000_000)},
 		{"remote_read.max_concurrent", c.RemoteRead.MaxConcurrent, 10},
 		{"remote_read.max_bytes_per_frame", c.RemoteRead.MaxBytesPerFrame, ByteSize(1 << 20)},
-	}
-	// default.yaml repeats otlp's defaults for the reader; they must agree.
-	if !reflect.DeepEqual(normalize(c.OTLP), normalize(otlp.DefaultConfig())) {
-		t.Errorf("default.yaml otlp block %+v differs from otlp.DefaultConfig() %+v", c.OTLP, otlp.DefaultConfig())
+		// Prometheus's own flag defaults.
+		{"query.max_samples", c.Query.MaxSamples, 50_000_000},
+		{"query.timeout", c.Query.Timeout, 2 * time.Minute},
+		{"query.max_concurrent", c.Query.MaxConcurrent, 20},
+		{"query.lookback_delta", c.Query.LookbackDelta, 5 * time.Minute},
+		{"query.default_subquery_step", c.Query.DefaultSubqueryStep, time.Minute},
+		{"query.admin_api_enabled", c.Query.AdminAPIEnabled, false},
+		// Prometheus's otlp: defaults (the server checks they match
+		// otlp.DefaultConfig: TestOTLPOptionsDefault).
+		{"otlp.translation_strategy", c.OTLP.TranslationStrategy, "UnderscoreEscapingWithSuffixes"},
+		{"otlp.target_info", c.OTLP.TargetInfo, true},
+		{"otlp.promote_scope_metadata", c.OTLP.PromoteScopeMetadata, false},
+		{"otlp.label_name_underscore_sanitization", c.OTLP.LabelNameUnderscoreSanitization, true},
+		{"otlp.label_name_preserve_multiple_underscores", c.OTLP.LabelNamePreserveMultipleUnderscores, true},
+		{"otlp.delta_temporality", c.OTLP.DeltaTemporality, "reject"},
+		{"otlp.delta_conversion.max_streams", c.OTLP.DeltaConversion.MaxStreams, 100_000},
+		{"otlp.delta_conversion.max_stale", c.OTLP.DeltaConversion.MaxStale, 5 * time.Minute},
+		{"otlp.max_body_bytes", c.OTLP.MaxBodyBytes, ByteSize(16 << 20)},
+		{"otlp.max_decompressed_bytes", c.OTLP.MaxDecompressedBytes, ByteSize(64 << 20)},
+		{"otlp.max_concurrent", c.OTLP.MaxConcurrent, 16},
+		{"otlp.max_queue_wait", c.OTLP.MaxQueueWait, 250 * time.Millisecond},
+		{"otlp.grpc.enabled", c.OTLP.GRPC.Enabled, true},
+		{"otlp.grpc.listen_address", c.OTLP.GRPC.ListenAddress, "127.0.0.1:4317"},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -110,10 +116,35 @@ func TestLoadBad(t *testing.T) {
 	f("bad_otlp_unknown.yaml", "otlp.grpc.listen_adress: unknown key", "unknown key")
 	f("bad_otlp_removed_delta.yaml", "otlp.convert_delta_to_cumulative: removed; use otlp.delta_temporality", "convert_delta_to_cumulative: true is delta_temporality: convert; false is reject, the default) (line 3)")
 	f("bad_otlp_delta.yaml", "otlp.delta_conversion.max_streams:", "must be at least 1, got 0")
+	f("bad_otlp_typo.yaml", "otlp.max_body_byte: unknown key", "unknown key")
 	f("bad_auth_basic.yaml", "auth.basic:", `username and password_file must be set together, got username "prometheus" and password_file ""`)
 	f("bad_tls_half.yaml", "tls:", "cert_file and key_file must be set together")
 	f("bad_tls_client_ca.yaml", "tls.client_ca_file:", "needs tls.cert_file and tls.key_file")
+	f("bad_query_timeout.yaml", "query.timeout:", "must be between 1s and 24h0m0s, got 0s")
+	f("bad_objstore_endpoint.yaml", "storage.object_store.endpoint:", `without a scheme, got "https://s3.example.com"`)
+	f("bad_objstore_bucket.yaml", "storage.object_store.bucket:", `got "Metrics_Bucket"`)
+	f("bad_objstore_instance.yaml", "storage.object_store.instance_id:", "each writer needs its own")
+	f("bad_objstore_max_age.yaml", "rotation.retention.max_age:", "storage.object_store.local_retention")
+	f("bad_objstore_retention_owner.yaml", "storage.object_store.retention.max_age:", `invalid duration "1y"`)
+	f("bad_objstore_retention_notowner.yaml", "storage.object_store.retention.max_age:", "storage.object_store.retention.owner: true")
+	f("bad_objstore_keys.yaml", "storage.object_store.access_key_id_file:", "must be set together")
+	f("bad_mode_query.yaml", "mode:", "set storage.object_store.enabled")
+	f("bad_mode.yaml", "mode:", `got "read"`)
+	f("bad_objstore_writers.yaml", "storage.object_store.query.writers:", "only a query-mode server")
+	f("bad_objstore_query_url.yaml", "storage.object_store.query.writers:", `entry 0: want an http(s) remote-read URL`)
 	f("bad_memory_budget.yaml", "storage.memory_budget:", "requests in flight may hold 12457082880 bytes (remote_write 64 x (33554432 + 134217728)")
+}
+
+func TestObjectStoreQueryMode(t *testing.T) {
+	c, err := Load(filepath.Join("testdata", "good_objstore_query.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.Storage.ObjectStore
+	if c.Mode != ModeQuery || !o.Enabled || o.Prefix != "prod/eu" || !o.Retention.Owner || time.Duration(o.Retention.MaxAge) != 90*24*time.Hour ||
+		len(o.Query.Writers) != 2 || !o.Query.PartialResponse || o.PartSize != 64<<20 || o.Query.RefreshInterval != time.Minute {
+		t.Errorf("query-mode config: %+v", c)
+	}
 }
 
 func TestParseByteSize(t *testing.T) {
@@ -166,5 +197,50 @@ otlp: {max_concurrent: 2, max_body_bytes: 4MiB, max_decompressed_bytes: 16MiB}
 	c.Storage.MemoryBudget = 0
 	if got := c.MaxHeadBytes(); got != 1<<20 {
 		t.Errorf("no budget: %d", got)
+	}
+}
+
+// The otlp block decodes over its defaults; keys the file omits keep them.
+func TestLoadOTLP(t *testing.T) {
+	c, err := Load(filepath.Join("testdata", "good_otlp.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.OTLP
+	if o.TranslationStrategy != "NoUTF8EscapingWithSuffixes" ||
+		strings.Join(o.PromoteResourceAttributes, ",") != "k8s.namespace.name,cloud.region" ||
+		!o.KeepIdentifyingResourceAttributes || o.TargetInfo || !o.PromoteScopeMetadata ||
+		o.MaxBodyBytes != 8<<20 || o.MaxDecompressedBytes != 32<<20 || o.GRPC.Enabled ||
+		o.DeltaTemporality != "convert" || o.DeltaConversion.MaxStreams != 5000 || o.DeltaConversion.MaxStale != 10*time.Minute {
+		t.Fatalf("decoded %+v", o)
+	}
+	if o.GRPC.ListenAddress != "127.0.0.1:4317" || !o.LabelNameUnderscoreSanitization || o.MaxConcurrent != 16 {
+		t.Fatalf("defaults lost: %+v", o)
+	}
+}
+
+// Every mistake in the otlp block is reported, one line each, by key.
+func TestLoadOTLPBadNamesEveryKey(t *testing.T) {
+	_, err := Load(filepath.Join("testdata", "bad_otlp_all.yaml"))
+	if err == nil {
+		t.Fatal("invalid otlp block accepted")
+	}
+	want := []string{
+		`otlp.translation_strategy: unknown strategy "Underscores"`,
+		"otlp.promote_resource_attributes: cannot be set together with promote_all_resource_attributes",
+		`otlp.ignore_resource_attributes: attribute "b" listed twice`,
+		`otlp.delta_temporality: unknown value "cumulative" (want reject, convert or native)`,
+		"otlp.delta_conversion.max_streams: must be at least 1, got 0",
+		"otlp.delta_conversion.max_stale: must be positive, got -1m0s",
+		"otlp.max_body_bytes: must be positive, got 0",
+		`otlp.grpc.listen_address: want host:port, got "4317"`,
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "otlp."); n != len(want) {
+		t.Errorf("%d otlp errors, want %d:\n%v", n, len(want), err)
 	}
 }

@@ -11,13 +11,11 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/acta-remote/acta-remote/otlp"
 )
 
 // Default returns the embedded default configuration.
 func Default() *Config {
-	c := Config{OTLP: otlp.DefaultConfig()}
+	var c Config
 	if err := decodeStrict(DefaultYAML, &c); err != nil {
 		panic("BUG: embedded default.yaml is invalid: " + err.Error())
 	}

@@ -51,6 +51,8 @@ func (c *Config) Validate() error {
 	}
 
 	c.validateRotation(&v)
+	c.validateQuery(&v)
+	c.validateObjectStore(&v)
 
 	w := c.RemoteWrite
 	v.rangeInt("remote_write.max_body_bytes", int64(w.MaxBodyBytes), 1<<10, 1<<30)
@@ -89,8 +91,8 @@ func (c *Config) Validate() error {
 	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
 		v.failf("tls.client_ca_file", "needs tls.cert_file and tls.key_file (mutual TLS is TLS first)")
 	}
-	if err := c.OTLP.Validate(); err != nil {
-		// otlp names keys relative to its block, one problem per line.
+	if err := c.OTLP.validate(); err != nil {
+		// validate names keys relative to the block, one problem per line.
 		for _, line := range strings.Split(err.Error(), "\n") {
 			v.errs = append(v.errs, fmt.Errorf("config: otlp.%s", line))
 		}

@@ -53,6 +53,26 @@ func prometheusBinary(t *testing.T) string {
 	return prometheusPath
 }
 
+var (
+	promtoolOnce sync.Once
+	promtoolPath string
+	promtoolErr  error
+)
+
+// promtoolBinary returns the path of Prometheus 3.16's promtool, built
+// (once) like Prometheus itself, into the same cache directory.
+func promtoolBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("ACTA_E2E_PROMTOOL"); p != "" {
+		return p
+	}
+	promtoolOnce.Do(func() { promtoolPath, promtoolErr = buildPrometheusTool(cacheDir(t), "promtool") })
+	if promtoolErr != nil {
+		t.Fatal(promtoolErr)
+	}
+	return promtoolPath
+}
+
 // buildPrometheus installs cmd/prometheus at prometheusModVersion into
 // root/prometheus-<version>/ unless it is already there.
 //
@@ -60,9 +80,13 @@ func prometheusBinary(t *testing.T) string {
 // replace directives), checked against the checksum database, and touches no
 // go.mod of ours. The binary is built in a fresh directory and renamed into
 // place, so an interrupted build never leaves a file a later run would trust.
-func buildPrometheus(root string) (string, error) {
+func buildPrometheus(root string) (string, error) { return buildPrometheusTool(root, "prometheus") }
+
+// buildPrometheusTool installs cmd/<tool> of the Prometheus module at
+// prometheusModVersion into root/prometheus-<version>/ unless it is there.
+func buildPrometheusTool(root, tool string) (string, error) {
 	dir := filepath.Join(root, "prometheus-"+prometheusModVersion)
-	bin := filepath.Join(dir, "prometheus")
+	bin := filepath.Join(dir, tool)
 	if _, err := os.Stat(bin); err != nil {
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return "", err
@@ -72,21 +96,24 @@ func buildPrometheus(root string) (string, error) {
 			return "", err
 		}
 		defer os.RemoveAll(tmp)
-		fmt.Fprintf(os.Stderr, "e2e: building Prometheus %s from the Go module proxy into %s (about 10 min on 2 cores, once)\n", prometheusVersion, dir)
+		fmt.Fprintf(os.Stderr, "e2e: building %s %s from the Go module proxy into %s (Prometheus: about 10 min on 2 cores, once)\n", tool, prometheusVersion, dir)
 		start := time.Now()
 		cmd := exec.Command("go", "install",
 			"-ldflags", "-X github.com/prometheus/common/version.Version="+prometheusVersion,
-			prometheusModule+"/cmd/prometheus@"+prometheusModVersion)
+			prometheusModule+"/cmd/"+tool+"@"+prometheusModVersion)
 		cmd.Dir = tmp // outside every module: pkg@version must not see ours
 		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOWORK=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("cannot build Prometheus %s: %v\n%s", prometheusModVersion, err, out)
+			return "", fmt.Errorf("cannot build %s %s: %v\n%s", tool, prometheusModVersion, err, out)
 		}
-		fmt.Fprintf(os.Stderr, "e2e: built Prometheus in %s\n", time.Since(start).Round(time.Second))
-		if err := os.Rename(tmp, dir); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: built %s in %s\n", tool, time.Since(start).Round(time.Second))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.Rename(filepath.Join(tmp, tool), bin); err != nil {
 			// Another run may have finished the same build first; use its binary.
 			if _, statErr := os.Stat(bin); statErr != nil {
-				return "", fmt.Errorf("cannot move the Prometheus build into place: %v", err)
+				return "", fmt.Errorf("cannot move the %s build into place: %v", tool, err)
 			}
 		}
 	}

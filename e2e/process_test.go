@@ -33,6 +33,13 @@ type process struct {
 // outlive it.
 func startProcess(t, owner *testing.T, name, logPath, bin string, args ...string) *process {
 	t.Helper()
+	return startProcessIn(t, owner, name, logPath, "", bin, args...)
+}
+
+// startProcessIn is startProcess in working directory dir ("" for the
+// test's own).
+func startProcessIn(t, owner *testing.T, name, logPath, dir, bin string, args ...string) *process {
+	t.Helper()
 	// Append: a restarted process keeps writing to the same log, after a marker.
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -40,6 +47,7 @@ func startProcess(t, owner *testing.T, name, logPath, bin string, args ...string
 	}
 	fmt.Fprintf(logf, "\n===== %s start %s: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), name, bin, strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

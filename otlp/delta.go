@@ -36,7 +36,7 @@ import (
 // cumulative point: no delta is counted twice and none is lost from the
 // sums; only that point in time is missing. A restart (or a stream idle for
 // max_stale) loses the sums: the next delta starts a new one, which PromQL
-// sees as a counter reset (README, "Delta temporality").
+// sees as a counter reset (docs/api.md, "Delta temporality").
 type deltaConverter struct {
 	proc   processor.Metrics
 	meters *sdkmetric.MeterProvider // nil without a registerer

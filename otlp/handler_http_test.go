@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // recorder is an in-memory actastore.Appender that keeps every batch, or
@@ -168,28 +169,12 @@ type httpAnswer struct {
 	body        []byte
 }
 
+// post sends body (chunked when its length is unknown) with the two
+// headers, each left out when empty.
 func post(t testing.TB, url, contentType, encoding string, body io.Reader) httpAnswer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if encoding != "" {
-		req.Header.Set("Content-Encoding", encoding)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return httpAnswer{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"), b}
+	a := testkit.Send(t, http.MethodPost, url, map[string]string{"Content-Type": contentType, "Content-Encoding": encoding}, body)
+	return httpAnswer{a.Code, a.Header.Get("Content-Type"), a.Header.Get("Retry-After"), a.Body}
 }
 
 // decodeResponse decodes a 200 answer in the encoding it declares.

@@ -6,9 +6,12 @@ import (
 	"hash/crc32"
 	"io"
 	"net/http"
+	"slices"
+	"sync"
 
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/acta-remote/acta-remote/xorchunk"
 )
 
 // Wire constants of STREAMED_XOR_CHUNKS (Prometheus remote read, frozen).
@@ -22,28 +25,50 @@ const (
 // castagnoli is built once: crc32 picks its fast path by table identity.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// frameWriter writes one frame per message:
+// flushBytes is how many bytes of frames are gathered before they are
+// written and flushed: one write per 64 KiB instead of one per series
+// saves most of the syscalls of a many-series answer. Frames also go out
+// whenever the next series is not encoded yet (the client decodes while
+// we work), and at the end.
+const flushBytes = 64 << 10
+
+// frameWriter writes encoded frames, each
 //
 //	uvarint(len(msg)) | CRC-32C(msg), big-endian uint32 | msg
 type frameWriter struct {
 	w       io.Writer
 	f       http.Flusher // may be nil
-	hdr     [binary.MaxVarintLen64 + 4]byte
-	started bool // bytes (so the 200 status) went out: errors can no longer be answered
+	buf     []byte       // frames not written yet
+	started bool         // bytes (so the 200 status) went out: errors can no longer be answered
 }
 
-func (fw *frameWriter) write(msg []byte) error {
-	n := binary.PutUvarint(fw.hdr[:], uint64(len(msg)))
-	binary.BigEndian.PutUint32(fw.hdr[n:], crc32.Checksum(msg, castagnoli))
+// write queues frames (whole ones, back to back).
+func (fw *frameWriter) write(frames []byte) error {
+	if len(fw.buf) == 0 && len(frames) >= flushBytes {
+		return fw.send(frames)
+	}
+	fw.buf = append(fw.buf, frames...)
+	if len(fw.buf) < flushBytes {
+		return nil
+	}
+	return fw.flush()
+}
+
+// flush writes the queued frames.
+func (fw *frameWriter) flush() error {
+	if len(fw.buf) == 0 {
+		return nil
+	}
+	err := fw.send(fw.buf)
+	fw.buf = fw.buf[:0]
+	return err
+}
+
+func (fw *frameWriter) send(b []byte) error {
 	fw.started = true
-	if _, err := fw.w.Write(fw.hdr[:n+4]); err != nil {
-		return err
+	if _, err := fw.w.Write(b); err != nil {
+		return fmt.Errorf("write frames: %w", err)
 	}
-	if _, err := fw.w.Write(msg); err != nil {
-		return err
-	}
-	// Flush per frame so the client decodes while we read the next series,
-	// and the server never buffers more than a frame.
 	if fw.f != nil {
 		fw.f.Flush()
 	}
@@ -52,14 +77,18 @@ func (fw *frameWriter) write(msg []byte) error {
 
 // streamChunks answers with one frame per series, or several when a series'
 // chunks exceed MaxBytesPerFrame. Series come sorted by labels from the store,
-// which the streamed protocol requires.
+// which the streamed protocol requires; they are encoded in parallel and
+// written in that order (pipeline.go).
 func (h *Handler) streamChunks(w http.ResponseWriter, r *http.Request, queries []query) {
 	w.Header().Set("Content-Type", chunkedContentType)
 	fl, _ := w.(http.Flusher)
 	fw := &frameWriter{w: w, f: fl}
-	st := &streamState{}
 	for i, q := range queries {
-		if err := h.streamQuery(r, fw, st, i, q); err != nil {
+		err := h.streamQuery(r, fw, i, q)
+		if err == nil && i == len(queries)-1 {
+			err = fw.flush()
+		}
+		if err != nil {
 			if !fw.started {
 				writeError(w, err)
 				return
@@ -72,115 +101,142 @@ func (h *Handler) streamChunks(w http.ResponseWriter, r *http.Request, queries [
 	}
 }
 
-// streamState is scratch kept across a request's series.
-type streamState struct {
-	lbls []prompb.Label
-	chks []prompb.Chunk
-	buf  []byte
-}
-
-func (h *Handler) streamQuery(r *http.Request, fw *frameWriter, st *streamState, idx int, q query) error {
+func (h *Handler) streamQuery(r *http.Request, fw *frameWriter, idx int, q query) error {
 	ss := h.q.Select(r.Context(), q.mint, q.maxt, q.matchers...)
-	defer ss.Close()
 	b := budget{lim: &h.lim, query: idx}
-	for ss.Next() {
-		if err := b.addSeries(); err != nil {
+	newEncoder := func() seriesEncoder {
+		cw := chunkWriterPool.Get().(*chunkWriter)
+		cw.lim, cw.maxFrame, cw.idx = &h.lim, h.lim.MaxBytesPerFrame, idx
+		return cw
+	}
+	emit := func(j *job) error {
+		if err := b.addSamples(j.samples); err != nil {
 			return err
 		}
-		s := ss.At()
-		st.lbls = prompb.FromLabels(s.Labels(), st.lbls[:0])
-		maxData := h.lim.MaxBytesPerFrame
-		for _, l := range st.lbls {
-			maxData -= l.Size()
-		}
-		left := maxData
-		st.chks = st.chks[:0]
-		if hit, ok, err := histogramsOf(s); err != nil {
-			return fmt.Errorf("query %d: reading series %s: %w", idx, s.Labels(), err)
-		} else if ok {
-			if err := h.streamHistogramSeries(fw, st, idx, &b, s, hit, maxData); err != nil {
-				return err
-			}
-			continue
-		}
-
-		var (
-			c          = chunkenc.NewXORChunk()
-			app, _     = c.Appender()
-			n          int
-			mint, maxt int64
-		)
-		cut := func() error {
-			st.chks = append(st.chks, prompb.Chunk{MinTimeMs: mint, MaxTimeMs: maxt, Type: prompb.Chunk_XOR, Data: c.Bytes()})
-			left -= st.chks[len(st.chks)-1].Size()
-			c = chunkenc.NewXORChunk() // the cut chunk's bytes stay referenced until sent
-			app, _ = c.Appender()
-			n = 0
-			if left > 0 {
-				return nil
-			}
-			left = maxData
-			return h.sendFrame(fw, st, idx)
-		}
-		it := s.Iterator()
-		for it.Next() {
-			if err := b.addSample(); err != nil {
-				return err
-			}
-			t, v := it.At()
-			if n == 0 {
-				mint = t
-			}
-			app.Append(0, t, v)
-			maxt = t
-			n++
-			if n == samplesPerChunk {
-				if err := cut(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := it.Err(); err != nil {
-			return fmt.Errorf("query %d: reading series %s: %w", idx, s.Labels(), err)
-		}
-		if n > 0 {
-			if err := cut(); err != nil {
-				return err
-			}
-		}
-		if len(st.chks) > 0 {
-			if err := h.sendFrame(fw, st, idx); err != nil {
-				return err
-			}
-		}
+		h.m.frames.Add(float64(j.frames))
+		return fw.write(j.out)
 	}
-	if err := ss.Err(); err != nil {
-		return selectErr(idx, err)
+	err := eachSeries(r.Context(), ss, idx, &b, newEncoder, emit, func() {
+		if err := fw.flush(); err != nil {
+			h.log.Debug("remote read: flush failed", "err", err)
+		}
+	})
+	if err != nil {
+		return err
 	}
 	h.m.samples.Add(float64(b.samples))
 	return nil
 }
 
-func (h *Handler) sendFrame(fw *frameWriter, st *streamState, idx int) error {
-	if len(st.chks) == 0 {
-		return nil
+// chunkWriter is one worker's scratch for encoding series into frames.
+type chunkWriter struct {
+	lim      *Limits
+	maxFrame int
+	idx      int // query index
+	enc      xorchunk.Encoder
+	data     []byte // the chunks of the frame being built, back to back
+	lbls     []prompb.Label
+	chks     []prompb.Chunk
+	cs       prompb.ChunkedSeries
+	csp      []*prompb.ChunkedSeries // {&cs}
+}
+
+var chunkWriterPool = sync.Pool{New: func() any {
+	cw := &chunkWriter{}
+	cw.csp = []*prompb.ChunkedSeries{&cw.cs}
+	return cw
+}}
+
+// release returns cw to the pool unless it holds a large buffer.
+func (cw *chunkWriter) release() {
+	if cap(cw.data) > maxPooledJob {
+		return
 	}
-	resp := prompb.ChunkedReadResponse{
-		ChunkedSeries: []*prompb.ChunkedSeries{{Labels: st.lbls, Chunks: st.chks}},
-		QueryIndex:    int64(idx),
+	clear(cw.chks[:cap(cw.chks)])
+	clear(cw.lbls[:cap(cw.lbls)])
+	cw.cs = prompb.ChunkedSeries{}
+	chunkWriterPool.Put(cw)
+}
+
+// encode fills j.out with the series' frames: XOR chunks of at most
+// samplesPerChunk samples, a frame whenever the chunks reach the frame size
+// (labels deducted), as Prometheus's remote read handler cuts them.
+func (cw *chunkWriter) encode(j *job) {
+	s := j.s
+	cw.lbls = prompb.FromLabels(s.Labels(), cw.lbls[:0])
+	maxData := cw.maxFrame
+	for _, l := range cw.lbls {
+		maxData -= l.Size()
 	}
+	if hit, ok, err := histogramsOf(s); err != nil {
+		j.err = fmt.Errorf("query %d: reading series %s: %w", cw.idx, s.Labels(), err)
+		return
+	} else if ok {
+		cw.histogramSeries(j, hit, maxData)
+		return
+	}
+	left := maxData
+	var n, start int
+	var mint, maxt int64
+	cut := func() {
+		cw.data = cw.enc.Finish()
+		// The chunk's bytes stay where they are until the frame is
+		// marshalled: later chunks are appended after them (or into a
+		// new array, leaving them in the old one).
+		data := cw.data[start:]
+		cw.chks = append(cw.chks, prompb.Chunk{MinTimeMs: mint, MaxTimeMs: maxt, Type: prompb.Chunk_XOR, Data: data})
+		n = 0
+		if left -= cw.chks[len(cw.chks)-1].Size(); left <= 0 {
+			left = maxData
+			cw.frame(j)
+		}
+	}
+	it := s.Iterator()
+	for it.Next() {
+		t, v := it.At()
+		if n == 0 {
+			start = len(cw.data)
+			cw.enc.Start(cw.data)
+			mint = t
+		}
+		cw.enc.Append(t, v)
+		maxt = t
+		n++
+		j.samples++
+		if n == samplesPerChunk {
+			cut()
+		}
+	}
+	if err := it.Err(); err != nil {
+		j.err = fmt.Errorf("query %d: reading series %s: %w", cw.idx, s.Labels(), err)
+		return
+	}
+	if n > 0 {
+		cut()
+	}
+	cw.frame(j)
+}
+
+// frame appends one frame holding the chunks built so far to j.out:
+// uvarint(len(msg)), CRC-32C(msg) big-endian, msg.
+func (cw *chunkWriter) frame(j *job) {
+	if len(cw.chks) == 0 {
+		return
+	}
+	cw.cs.Labels, cw.cs.Chunks = cw.lbls, cw.chks
+	resp := prompb.ChunkedReadResponse{ChunkedSeries: cw.csp, QueryIndex: int64(cw.idx)}
 	size := resp.Size()
-	if cap(st.buf) < size {
-		st.buf = make([]byte, size)
+	j.out = binary.AppendUvarint(j.out, uint64(size))
+	sum := len(j.out)
+	j.out = append(j.out, 0, 0, 0, 0)
+	j.out = slices.Grow(j.out, size)[:len(j.out)+size]
+	msg := j.out[len(j.out)-size:]
+	if _, err := resp.MarshalToSizedBuffer(msg); err != nil {
+		j.err = fmt.Errorf("cannot marshal ChunkedReadResponse: %w", err)
+		return
 	}
-	n, err := resp.MarshalToSizedBuffer(st.buf[:size])
-	if err != nil {
-		return fmt.Errorf("cannot marshal ChunkedReadResponse: %w", err)
-	}
-	st.chks = st.chks[:0]
-	h.m.frames.Inc()
-	if err := fw.write(st.buf[size-n : size]); err != nil {
-		return fmt.Errorf("write frame: %w", err)
-	}
-	return nil
+	binary.BigEndian.PutUint32(j.out[sum:], crc32.Checksum(msg, castagnoli))
+	j.frames++
+	clear(cw.chks) // drop the references into data
+	cw.chks, cw.data = cw.chks[:0], cw.data[:0]
 }

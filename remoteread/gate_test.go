@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // blockingQuerier counts Selects and holds each until released.
@@ -40,7 +41,7 @@ func TestReadConcurrencyLimit(t *testing.T) {
 	rl.MaxQueueWait = 10 * time.Second
 	srv := httptest.NewServer(New(bq, rl, slog.New(slog.DiscardHandler), nil))
 	defer srv.Close()
-	body := readReq(nil, q(0, 1, m(prompb.LabelMatcher_EQ, "__name__", "x")))
+	body := testkit.ReadRequest(nil, q(0, 1, m(prompb.LabelMatcher_EQ, "__name__", "x")))
 	done := make(chan int, 2)
 	for range 2 {
 		go func() {
@@ -81,7 +82,7 @@ func TestReadConcurrencyBusy(t *testing.T) {
 	rl.MaxQueueWait = 50 * time.Millisecond
 	srv := httptest.NewServer(New(bq, rl, slog.New(slog.DiscardHandler), nil))
 	defer srv.Close()
-	body := readReq(nil, q(0, 1, m(prompb.LabelMatcher_EQ, "__name__", "x")))
+	body := testkit.ReadRequest(nil, q(0, 1, m(prompb.LabelMatcher_EQ, "__name__", "x")))
 	first := make(chan int, 1)
 	go func() {
 		resp, err := http.Post(srv.URL, "application/x-protobuf", bytes.NewReader(body))

@@ -2,7 +2,9 @@
 // /api/v1/read with a snappy prompb.ReadRequest, answered as SAMPLES (one
 // snappy ReadResponse) or STREAMED_XOR_CHUNKS (framed ChunkedReadResponse
 // messages with XOR chunks), whichever the client lists first of the two,
-// as Prometheus's own handler chooses.
+// as Prometheus's own handler chooses. A query's series are encoded on a
+// pool of GOMAXPROCS workers and sent in label order (pipeline.go); XOR
+// chunks come from package xorchunk, byte for byte chunkenc's.
 package remoteread
 
 import (
@@ -174,7 +176,9 @@ func selectErr(idx int, err error) error {
 	return fmt.Errorf("query %d: %w", idx, err)
 }
 
-// budget counts one query's series and samples against the limits.
+// budget counts one query's series and samples against the limits. In a
+// pipelined query the producer counts series and the writer samples: the
+// two counters are never touched by the same goroutine at once.
 type budget struct {
 	lim             *Limits
 	query           int
@@ -189,8 +193,11 @@ func (b *budget) addSeries() error {
 	return nil
 }
 
-func (b *budget) addSample() error {
-	b.samples++
+func (b *budget) addSample() error { return b.addSamples(1) }
+
+// addSamples counts n samples (histograms included) of one series.
+func (b *budget) addSamples(n int64) error {
+	b.samples += n
 	if b.lim.MaxSamplesPerQuery > 0 && b.samples > b.lim.MaxSamplesPerQuery {
 		return fmt.Errorf("%w: query %d selects more than %d samples, limit remote_read.max_samples_per_query", actastore.ErrQueryLimit, b.query, b.lim.MaxSamplesPerQuery)
 	}

@@ -3,25 +3,21 @@ package remoteread
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"sort"
 	"testing"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/histfile"
 	"github.com/acta-remote/acta-remote/histfile/histtest"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // memSeries is a selected series with floats and histograms.
@@ -103,16 +99,8 @@ func readHistograms(t *testing.T, url string, streamed bool) map[string]*readBac
 	if streamed {
 		typ = prompb.ReadRequest_STREAMED_XOR_CHUNKS
 	}
-	body := readReq([]prompb.ReadRequest_ResponseType{typ}, q(0, math.MaxInt64, m(prompb.LabelMatcher_RE, "__name__", ".+")))
-	resp, err := http.Post(url, "application/x-protobuf", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("read: %d %s", resp.StatusCode, b)
-	}
+	body := testkit.ReadRequest([]prompb.ReadRequest_ResponseType{typ}, q(0, math.MaxInt64, m(prompb.LabelMatcher_RE, "__name__", ".+")))
+	a := post(t, url, body)
 	out := map[string]*readBack{}
 	get := func(k string) *readBack {
 		if out[k] == nil {
@@ -121,13 +109,8 @@ func readHistograms(t *testing.T, url string, streamed bool) map[string]*readBac
 		return out[k]
 	}
 	if !streamed {
-		raw, _ := io.ReadAll(resp.Body)
-		dec, err := snappy.Decode(nil, raw)
+		rr, err := testkit.ReadResponse(a.Body)
 		if err != nil {
-			t.Fatal(err)
-		}
-		var rr prompb.ReadResponse
-		if err := rr.Unmarshal(dec); err != nil {
 			t.Fatal(err)
 		}
 		for _, ts := range rr.Results[0].Timeseries {
@@ -145,14 +128,7 @@ func readHistograms(t *testing.T, url string, streamed bool) map[string]*readBac
 		}
 		return out
 	}
-	cr := remote.NewChunkedReader(resp.Body, 1<<24, nil)
-	for {
-		var cresp prompb.ChunkedReadResponse
-		if err := cr.NextProto(&cresp); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	err := testkit.Frames(bytes.NewReader(a.Body), 1<<24, func(cresp *prompb.ChunkedReadResponse) error {
 		for _, cs := range cresp.ChunkedSeries {
 			rb := get(cs.ToLabels(&labels.ScratchBuilder{}, nil).String())
 			for _, c := range cs.Chunks {
@@ -181,6 +157,10 @@ func readHistograms(t *testing.T, url string, streamed bool) map[string]*readBac
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -151,24 +151,34 @@ func encodeMixed(lset labels.Labels, samples []chunks.Sample, emit func(prompb.C
 	return it.Err()
 }
 
-// streamHistogramSeries streams one series holding histograms: its chunks,
-// in frames of at most maxData bytes of chunks.
-func (h *Handler) streamHistogramSeries(fw *frameWriter, st *streamState, idx int, b *budget, s actastore.Series, hit actastore.HistogramIterator, maxData int) error {
-	samples, err := mixedSamples(s, hit, b)
+// histogramSeries encodes one series holding histograms into j.out: its
+// chunks, in frames of at most maxData bytes of chunks. The series alone
+// is held to the query's sample limit while its samples are collected
+// (the writer counts the query's total).
+func (cw *chunkWriter) histogramSeries(j *job, hit actastore.HistogramIterator, maxData int) {
+	s := j.s
+	b := budget{lim: cw.lim, query: cw.idx}
+	samples, err := mixedSamples(s, hit, &b)
 	if err != nil {
-		return fmt.Errorf("query %d: reading series %s: %w", idx, s.Labels(), err)
+		j.err = fmt.Errorf("query %d: reading series %s: %w", cw.idx, s.Labels(), err)
+		return
 	}
+	j.samples = int64(len(samples))
 	left := maxData
 	err = encodeMixed(s.Labels(), samples, func(c prompb.Chunk) error {
-		st.chks = append(st.chks, c)
+		cw.chks = append(cw.chks, c)
 		if left -= c.Size(); left > 0 {
 			return nil
 		}
 		left = maxData
-		return h.sendFrame(fw, st, idx)
+		cw.frame(j)
+		return j.err
 	})
-	if err != nil {
-		return fmt.Errorf("query %d: series %s: %w", idx, s.Labels(), err)
+	if err == nil {
+		cw.frame(j)
+		err = j.err
 	}
-	return h.sendFrame(fw, st, idx)
+	if err != nil {
+		j.err = fmt.Errorf("query %d: series %s: %w", cw.idx, s.Labels(), err)
+	}
 }

@@ -12,10 +12,12 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // BenchmarkRead reads 200 series x 2000 samples (flushed to their Acta
-// files) over loopback with each response type and reports samples/s.
+// files) over loopback with each response type, all series at once and one
+// series alone, and reports samples/s.
 func BenchmarkRead(b *testing.B) {
 	st := openStoreOpts(b, actastore.Options{BlockRows: 1000})
 	rl := readLimits
@@ -36,26 +38,33 @@ func BenchmarkRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, typ := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS, prompb.ReadRequest_SAMPLES} {
-		body := readReq([]prompb.ReadRequest_ResponseType{typ}, q(0, math.MaxInt64, m(prompb.LabelMatcher_EQ, "__name__", "bench")))
-		b.Run(typ.String(), func(b *testing.B) {
-			b.ReportAllocs()
-			var n int64
-			for b.Loop() {
-				resp, err := http.Post(rurl, "application/x-protobuf", bytes.NewReader(body))
-				if err != nil {
-					b.Fatal(err)
+		for _, sel := range []struct {
+			name   string
+			m      *prompb.LabelMatcher
+			series int
+		}{{"all", m(prompb.LabelMatcher_EQ, "__name__", "bench"), nseries}, {"one", m(prompb.LabelMatcher_EQ, "i", "7"), 1}} {
+			body := testkit.ReadRequest([]prompb.ReadRequest_ResponseType{typ}, q(0, math.MaxInt64, sel.m))
+			b.Run(typ.String()+"/"+sel.name, func(b *testing.B) {
+				b.ReportAllocs()
+				var n int64
+				for b.Loop() {
+					resp, err := http.Post(rurl, "application/x-protobuf", bytes.NewReader(body))
+					if err != nil {
+						b.Fatal(err)
+					}
+					n, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err != nil {
+						b.Fatal(err) // a stream cut short
+					}
+					if resp.StatusCode != http.StatusOK {
+						b.Fatalf("status %d", resp.StatusCode)
+					}
 				}
-				n, err = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if err != nil {
-					b.Fatal(err) // a stream cut short
-				}
-				if resp.StatusCode != http.StatusOK {
-					b.Fatalf("status %d", resp.StatusCode)
-				}
-			}
-			b.ReportMetric(float64(b.N)*nseries*nsamples/b.Elapsed().Seconds(), "samples/s")
-			b.ReportMetric(float64(n)/(nseries*nsamples), "B/sample")
-		})
+				samples := float64(sel.series * nsamples)
+				b.ReportMetric(float64(b.N)*samples/b.Elapsed().Seconds(), "samples/s")
+				b.ReportMetric(float64(n)/samples, "B/sample")
+			})
+		}
 	}
 }

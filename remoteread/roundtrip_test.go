@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 	"github.com/acta-remote/acta-remote/remotewrite"
 )
 
@@ -54,7 +55,8 @@ func server(t testing.TB, st store, rl Limits) (writeURL, readURL string) {
 // Float values whose bits must survive: Prometheus's stale marker, another
 // NaN payload, infinities, subnormals. Not -0: the gogo-generated prompb
 // marshallers (what Prometheus sends with) omit a double that compares equal
-// to 0, so -0 arrives as +0 before we ever see it.
+// to 0, so -0 written through remote write arrives as +0 before we ever see
+// it; TestNegativeZeroSurvivesBothAnswers stores -0 directly.
 var specials = []uint64{
 	0x7ff0000000000002,      // stale marker
 	0x7ff8000000000001,      // quiet NaN with payload
@@ -81,17 +83,9 @@ func genSamples(rng *rand.Rand, n int, t0 int64) []actastore.Sample {
 
 func postWrite(t testing.TB, url, ct string, body []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(snappy.Encode(nil, body)))
-	req.Header.Set("Content-Type", ct)
-	req.Header.Set("Content-Encoding", "snappy")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write: %d %s", resp.StatusCode, b)
+	a := testkit.Post(t, url, map[string]string{"Content-Type": ct, "Content-Encoding": "snappy"}, snappy.Encode(nil, body))
+	if a.Code != http.StatusNoContent {
+		t.Fatalf("write: %d %s", a.Code, a.Body)
 	}
 }
 
@@ -124,11 +118,6 @@ func writeBoth(t testing.TB, url string, data want, sets []labels.Labels) {
 	postWrite(t, url, "application/x-protobuf;proto=io.prometheus.write.v2.Request", b2)
 }
 
-func readReq(types []prompb.ReadRequest_ResponseType, qs ...*prompb.Query) []byte {
-	b, _ := (&prompb.ReadRequest{Queries: qs, AcceptedResponseTypes: types}).Marshal()
-	return snappy.Encode(nil, b)
-}
-
 func q(mint, maxt int64, ms ...*prompb.LabelMatcher) *prompb.Query {
 	return &prompb.Query{StartTimestampMs: mint, EndTimestampMs: maxt, Matchers: ms,
 		Hints: &prompb.ReadHints{StepMs: 15000, Func: "rate", StartMs: mint, EndMs: maxt, Grouping: []string{"job"}}}
@@ -141,16 +130,8 @@ func m(t prompb.LabelMatcher_Type, name, value string) *prompb.LabelMatcher {
 // readAll posts a read request and decodes either answer into one map per query.
 func readAll(t testing.TB, url string, body []byte, wantStreamed bool) []want {
 	t.Helper()
-	resp, err := http.Post(url, "application/x-protobuf", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("read: %d %s", resp.StatusCode, b)
-	}
-	ct := resp.Header.Get("Content-Type")
+	a := post(t, url, body)
+	ct := a.Header.Get("Content-Type")
 	if wantStreamed != strings.HasPrefix(ct, "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse") {
 		t.Fatalf("Content-Type %q, streamed=%v", ct, wantStreamed)
 	}
@@ -162,16 +143,11 @@ func readAll(t testing.TB, url string, body []byte, wantStreamed bool) []want {
 		return out[i]
 	}
 	if !wantStreamed {
-		if resp.Header.Get("Content-Encoding") != "snappy" {
+		if a.Header.Get("Content-Encoding") != "snappy" {
 			t.Fatalf("SAMPLES answer without snappy encoding")
 		}
-		raw, _ := io.ReadAll(resp.Body)
-		dec, err := snappy.Decode(nil, raw)
+		rr, err := testkit.ReadResponse(a.Body)
 		if err != nil {
-			t.Fatal(err)
-		}
-		var rr prompb.ReadResponse
-		if err := rr.Unmarshal(dec); err != nil {
 			t.Fatal(err)
 		}
 		for i, res := range rr.Results {
@@ -186,14 +162,7 @@ func readAll(t testing.TB, url string, body []byte, wantStreamed bool) []want {
 		return out
 	}
 	// Prometheus's own reader proves the framing and the CRC.
-	cr := remote.NewChunkedReader(resp.Body, 1<<24, nil)
-	for {
-		var cresp prompb.ChunkedReadResponse
-		if err := cr.NextProto(&cresp); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	err := testkit.Frames(bytes.NewReader(a.Body), 1<<24, func(cresp *prompb.ChunkedReadResponse) error {
 		w := at(int(cresp.QueryIndex))
 		for _, cs := range cresp.ChunkedSeries {
 			k := cs.ToLabels(&labels.ScratchBuilder{}, nil).String()
@@ -224,6 +193,10 @@ func readAll(t testing.TB, url string, body []byte, wantStreamed bool) []want {
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -330,7 +303,7 @@ func TestRoundTripBitExact(t *testing.T) {
 			{"samples first", []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES, prompb.ReadRequest_STREAMED_XOR_CHUNKS}, false},
 			{"none listed", nil, false},
 		} {
-			got := readAll(t, rurl, readReq(c.types, pbq...), c.streamed)
+			got := readAll(t, rurl, testkit.ReadRequest(c.types, pbq...), c.streamed)
 			for i := range exp {
 				var g want
 				if i < len(got) {
@@ -364,7 +337,7 @@ func TestStreamFrameSize(t *testing.T) {
 	data := want{ls.String(): genSamples(rand.New(rand.NewSource(2)), 5000, 1_700_000_000_000)}
 	writeBoth(t, wurl, data, []labels.Labels{ls})
 
-	resp, err := http.Post(rurl, "application/x-protobuf", bytes.NewReader(readReq(
+	resp, err := http.Post(rurl, "application/x-protobuf", bytes.NewReader(testkit.ReadRequest(
 		[]prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
 		q(0, math.MaxInt64, m(prompb.LabelMatcher_EQ, "__name__", "big")))))
 	if err != nil {

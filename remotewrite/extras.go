@@ -3,6 +3,7 @@ package remotewrite
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/acta-remote/acta-remote/apistatus"
 
@@ -13,8 +14,9 @@ import (
 	"github.com/acta-remote/acta-remote/actastore"
 )
 
-// Native histograms, exemplars and metadata are converted from the
-// unmarshalled prompb/writev2 messages into the scratch's extras arenas.
+// Native histograms, exemplars and metadata are converted from prompb /
+// writev2 messages (unmarshalled by the generated code in both decoders:
+// their volume is small) into the scratch's extras arenas.
 
 // metricTypes maps the 1.0 wire enum (prompb MetricMetadata.MetricType) to
 // Prometheus's names; 2.0 metadata goes through writev2's ToMetadata.
@@ -56,20 +58,45 @@ func metadataV1(m *prompb.MetricMetadata) actastore.NamedMetadata {
 // metadataV2 resolves a 2.0 series' metadata with writev2's ToMetadata
 // (help and unit references out of the symbol table are an error). It is
 // nil when the series carries none: an all-default Metadata is what a
-// sender without metadata sends. The symbols are strings of their own
-// (Unmarshal copies them), so the store may keep them.
-func metadataV2(ts *writev2.TimeSeries, symbols []string) (*actastore.Metadata, error) {
-	if ts.Metadata.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && ts.Metadata.HelpRef == 0 && ts.Metadata.UnitRef == 0 {
+// sender without metadata sends. The strings may alias the request body:
+// the store copies what it keeps (actastore.Batch).
+func metadataV2(md *writev2.Metadata, symbols []string) (*actastore.Metadata, error) {
+	if md.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && md.HelpRef == 0 && md.UnitRef == 0 {
 		return nil, nil // absent (or sent all-default): nothing to resolve
 	}
-	m, err := ts.ToMetadata(symbols)
+	m, err := (&writev2.TimeSeries{Metadata: *md}).ToMetadata(symbols)
 	if err != nil {
 		return nil, err
 	}
-	if ts.Metadata.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && m.Help == "" && m.Unit == "" {
+	if md.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && m.Help == "" && m.Unit == "" {
 		return nil, nil
 	}
 	return &actastore.Metadata{Type: m.Type, Help: m.Help, Unit: m.Unit}, nil
+}
+
+// familyOf is the metric family a 2.0 series' metadata belongs to: 1.0
+// sends metadata per family (MetricFamilyName), 2.0 per series, and a
+// classic histogram's or summary's series carry suffixes their family does
+// not (OpenMetrics 1.0 "Suffixes"): _bucket, _sum and _count (_gsum and
+// _gcount for gauge histograms; _created for all three). Other types keep
+// the series name, as Prometheus names their families (qa_total stays
+// qa_total).
+func familyOf(name string, typ model.MetricType) string {
+	var suffixes []string
+	switch typ {
+	case model.MetricTypeHistogram:
+		suffixes = []string{"_bucket", "_sum", "_count", "_created"}
+	case model.MetricTypeGaugeHistogram:
+		suffixes = []string{"_bucket", "_gsum", "_gcount", "_created"}
+	case model.MetricTypeSummary:
+		suffixes = []string{"_sum", "_count", "_created"}
+	}
+	for _, sfx := range suffixes {
+		if f, ok := strings.CutSuffix(name, sfx); ok && f != "" {
+			return f
+		}
+	}
+	return name
 }
 
 // commit stores the request's batch: floats, histograms, exemplars and
@@ -98,8 +125,11 @@ func (h *Handler) commit(ctx context.Context, s *scratch) error {
 	for _, e := range res.Errors {
 		s.reject(0, apistatus.WithConfigKey(e))
 	}
-	if len(res.Errors) == 0 && res.Rejected() > 0 {
-		s.reject(0, fmt.Errorf("%w: store rejected %d items", apistatus.ErrBadRequest, res.Rejected()))
+	// Dropped exemplars (labels over 128 characters, out of bounds) are
+	// counted, not refused: Prometheus's write handler logs them and answers
+	// 2xx; a 2.0 sender sees them missing from Exemplars-Written.
+	if n := res.Rejected() - res.Exemplars.Rejected; len(res.Errors) == 0 && n > 0 {
+		s.reject(0, fmt.Errorf("%w: store rejected %d items", apistatus.ErrBadRequest, n))
 	}
 	return nil
 }

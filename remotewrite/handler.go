@@ -1,9 +1,10 @@
 // Package remotewrite is the Prometheus Remote-Write 1.0 and 2.0 receiver:
 // POST /api/v1/write. It negotiates the message from Content-Type, bounds
-// the snappy body before decoding, unmarshals it with the generated prompb
-// (1.0) or writev2 (2.0) messages, converts them into store batches,
-// rejects invalid series one by one (storing the rest) and answers with the
-// Remote-Write 2.0 "written" headers.
+// the snappy body before decoding, decodes it without allocating per series
+// (decode.go: a zero-copy wire decoder, the generated prompb/writev2 code
+// for whatever it leaves), hands the store one batch of label pairs and
+// samples, rejects invalid series one by one (storing the rest) and answers
+// with the Remote-Write 2.0 "written" headers.
 package remotewrite
 
 import (
@@ -80,12 +81,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if typ == msgV1 {
 		h.m.requests.WithLabelValues("1.0").Inc()
-		err = h.decodeV1(s, data)
 	} else {
 		h.m.requests.WithLabelValues("2.0").Inc()
-		err = h.decodeV2(s, data)
 	}
-	if err != nil {
+	if err = h.decode(s, typ, data); err != nil {
 		h.fail(w, typ, s, err)
 		return
 	}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // staleNaN is Prometheus's stale marker: a NaN with a specific payload that
@@ -28,8 +29,8 @@ var staleNaN = math.Float64frombits(0x7ff0000000000002)
 func TestWriteV1Stores(t *testing.T) {
 	app := &memAppender{}
 	srv := newServer(t, app)
-	body := v1Body(t,
-		prompb.TimeSeries{Labels: pbLabels("__name__", "up", "job", "a"), Samples: []prompb.Sample{{Value: 1, Timestamp: 10}, {Value: staleNaN, Timestamp: 20}}},
+	body := testkit.RW1(
+		prompb.TimeSeries{Labels: testkit.Labels("__name__", "up", "job", "a"), Samples: []prompb.Sample{{Value: 1, Timestamp: 10}, {Value: staleNaN, Timestamp: 20}}},
 		series("__name__", "down", "job", "b"),
 	)
 	a := post(t, srv.URL, "application/x-protobuf", "snappy", body)
@@ -59,7 +60,7 @@ func TestWriteV2StoresAndReportsWritten(t *testing.T) {
 	req.Timeseries[0].Histograms = []writev2.Histogram{{Timestamp: 5, Count: &writev2.Histogram_CountInt{CountInt: 1}}}
 	req.Timeseries[0].Exemplars = []writev2.Exemplar{{Value: 1, Timestamp: 5}}
 	req.Timeseries[1].Metadata = writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: 0}
-	a := post(t, srv.URL, ctV2, "snappy", v2Body(t, req))
+	a := post(t, srv.URL, ctV2, "snappy", testkit.RW2(req))
 	if a.code != http.StatusNoContent {
 		t.Fatalf("status %d: %s", a.code, a.body)
 	}
@@ -104,10 +105,10 @@ func TestPartialWriteStoresValidSeries(t *testing.T) {
 		srv := newServer(t, app)
 		var a answer
 		if v2 {
-			a = post(t, srv.URL, ctV2, "snappy", v2Body(t, v2Req(
+			a = post(t, srv.URL, ctV2, "snappy", testkit.RW2(v2Req(
 				[]string{"__name__", "good", "a", "1"}, []string{"job", "x"}, []string{"__name__", "good", "a", "2"})))
 		} else {
-			a = post(t, srv.URL, ctV1, "snappy", v1Body(t,
+			a = post(t, srv.URL, ctV1, "snappy", testkit.RW1(
 				series("__name__", "good", "a", "1"), series("job", "x"), series("__name__", "good", "a", "2")))
 		}
 		if a.code != http.StatusBadRequest || !strings.Contains(a.body, "series 1") || !strings.Contains(a.body, "missing __name__") ||
@@ -129,7 +130,7 @@ func TestStoreErrors(t *testing.T) {
 		t.Helper()
 		app := &memAppender{err: storeErr, errs: perSeries}
 		srv := newServer(t, app)
-		a := post(t, srv.URL, ctV2, "snappy", v2Body(t, v2Req([]string{"__name__", "m"})))
+		a := post(t, srv.URL, ctV2, "snappy", testkit.RW2(v2Req([]string{"__name__", "m"})))
 		if a.code != wantCode || (a.header.Get("Retry-After") != "") != wantRetryAfter || !strings.Contains(a.body, wantMsg) {
 			t.Errorf("store error %v/%v: got %d retry-after=%q %q; want %d %v %q", storeErr, perSeries,
 				a.code, a.header.Get("Retry-After"), a.body, wantCode, wantRetryAfter, wantMsg)
@@ -149,7 +150,7 @@ func TestStoreErrors(t *testing.T) {
 func TestBadInputs(t *testing.T) {
 	app := &memAppender{}
 	srv := newServer(t, app)
-	good := v1Body(t, series("__name__", "m"))
+	good := testkit.RW1(series("__name__", "m"))
 	big := make([]byte, testLimits.MaxDecodedBytes+1)
 	tooMany := make([]prompb.TimeSeries, testLimits.MaxSeriesPerRequest+1)
 	for i := range tooMany {
@@ -179,28 +180,26 @@ func TestBadInputs(t *testing.T) {
 		{"truncated protobuf", "", ctV1, "snappy", raw(mustSlice(snappyDecode(good), -3)), 400, "malformed protobuf"},
 		{"wrong wire type", "", ctV1, "snappy", raw([]byte{0x08, 0x01}), 400, "malformed protobuf: WriteRequest: proto: wrong wireType = 0 for field Timeseries"},
 		{"bad sample wire type", "", ctV1, "snappy", raw(protoSeries(t, []byte{0x12, 0x02, 0x08, 0x01})), 400, "malformed protobuf: WriteRequest: proto: wrong wireType = 0 for field Value"},
-		{"too many series", "", ctV1, "snappy", v1Body(t, tooMany...), 413, "max_series_per_request"},
-		{"labels unsorted", "", ctV1, "snappy", v1Body(t, series("job", "a", "__name__", "m")), 400, "labels not sorted"},
-		{"duplicate label", "", ctV1, "snappy", v1Body(t, series("__name__", "m", "a", "1", "a", "2")), 400, `duplicate label name "a"`},
-		{"empty label name", "", ctV1, "snappy", v1Body(t, series("", "x", "__name__", "m")), 400, "empty name"},
-		{"invalid utf8 name", "", ctV1, "snappy", v1Body(t, series("__name__", "m", "\xff", "v")), 400, "not valid UTF-8"},
-		{"invalid utf8 value", "", ctV1, "snappy", v1Body(t, series("__name__", "m\xfe")), 400, "not valid UTF-8"},
-		{"missing __name__", "", ctV1, "snappy", v1Body(t, series("job", "a")), 400, "missing __name__"},
-		{"no labels", "", ctV1, "snappy", v1Body(t, series()), 400, "has no labels"},
-		{"only empty values", "", ctV1, "snappy", v1Body(t, series("__name__", "")), 400, "has no labels"},
-		{"too many labels", "", ctV1, "snappy", v1Body(t, series("__name__", "m", "a", "1", "b", "1", "c", "1", "d", "1", "e", "1", "f", "1", "g", "1", "h", "1")), 400, "max_labels_per_series=8"},
-		{"label name too long", "", ctV1, "snappy", v1Body(t, series("__name__", "m", strings.Repeat("n", 33), "v")), 400, "max_label_name_length=32"},
-		{"label value too long", "", ctV1, "snappy", v1Body(t, series("__name__", strings.Repeat("v", 65))), 400, "max_label_value_length=64"},
-		{"no samples", "", ctV1, "snappy", v1Body(t, prompb.TimeSeries{Labels: pbLabels("__name__", "m")}), 400, "has no samples"},
-		{"v2 symbol ref out of range", "", ctV2, "snappy", v2Body(t, &writev2.Request{Symbols: []string{"", "__name__", "m"},
+		{"too many series", "", ctV1, "snappy", testkit.RW1(tooMany...), 413, "max_series_per_request"},
+		// Unsorted labels, a name twice and invalid UTF-8 are the store's
+		// to refuse: TestRealStoreLabelRules.
+		{"empty label name", "", ctV1, "snappy", testkit.RW1(series("", "x", "__name__", "m")), 400, "empty name"},
+		{"missing __name__", "", ctV1, "snappy", testkit.RW1(series("job", "a")), 400, "missing __name__"},
+		{"no labels", "", ctV1, "snappy", testkit.RW1(series()), 400, "has no labels"},
+		{"only empty values", "", ctV1, "snappy", testkit.RW1(series("__name__", "")), 400, "has no labels"},
+		{"too many labels", "", ctV1, "snappy", testkit.RW1(series("__name__", "m", "a", "1", "b", "1", "c", "1", "d", "1", "e", "1", "f", "1", "g", "1", "h", "1")), 400, "max_labels_per_series=8"},
+		{"label name too long", "", ctV1, "snappy", testkit.RW1(series("__name__", "m", strings.Repeat("n", 33), "v")), 400, "max_label_name_length=32"},
+		{"label value too long", "", ctV1, "snappy", testkit.RW1(series("__name__", strings.Repeat("v", 65))), 400, "max_label_value_length=64"},
+		{"no samples", "", ctV1, "snappy", testkit.RW1(prompb.TimeSeries{Labels: testkit.Labels("__name__", "m")}), 400, "has no samples"},
+		{"v2 symbol ref out of range", "", ctV2, "snappy", testkit.RW2(&writev2.Request{Symbols: []string{"", "__name__", "m"},
 			Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 9}, Samples: []writev2.Sample{{Value: 1, Timestamp: 1}}}}}), 400, "labels_refs[1] = 9 out of range, request has 3 symbols"},
-		{"v2 odd labels_refs", "", ctV2, "snappy", v2Body(t, &writev2.Request{Symbols: []string{"", "__name__", "m"},
+		{"v2 odd labels_refs", "", ctV2, "snappy", testkit.RW2(&writev2.Request{Symbols: []string{"", "__name__", "m"},
 			Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2, 1}, Samples: []writev2.Sample{{Value: 1, Timestamp: 1}}}}}), 400, "odd length 3"},
-		{"v2 metadata ref out of range", "", ctV2, "snappy", v2Body(t, &writev2.Request{Symbols: []string{"", "__name__", "m"},
+		{"v2 metadata ref out of range", "", ctV2, "snappy", testkit.RW2(&writev2.Request{Symbols: []string{"", "__name__", "m"},
 			Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Value: 1, Timestamp: 1}},
 				Metadata: writev2.Metadata{HelpRef: 40}}}}), 400, "series 0: metadata reference out of range: metadata help_ref 40 outside of symbols table (size 3)"},
 		{"v2 malformed symbols", "", ctV2, "snappy", raw([]byte{0x22, 0x05, 'a'}), 400, "malformed protobuf"},
-		{"v2 no labels", "", ctV2, "snappy", v2Body(t, v2Req([]string{})), 400, "has no labels"},
+		{"v2 no labels", "", ctV2, "snappy", testkit.RW2(v2Req([]string{})), 400, "has no labels"},
 		// A 1.0 body under the 2.0 type: Request reserves 1.0's field numbers,
 		// so it decodes as an empty request (spec: deterministic interop).
 		{"v1 body as v2", "", ctV2, "snappy", good, 204, ""},
@@ -265,11 +264,11 @@ func TestMetricsCountOutcomes(t *testing.T) {
 	h := New(&memAppender{}, testLimits, slog.New(slog.DiscardHandler), reg)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	body := v1Body(t,
+	body := testkit.RW1(
 		series("__name__", "ok"),
 		series("job", "x"),
-		series("b", "1", "__name__", "m"),
-		prompb.TimeSeries{Labels: pbLabels("__name__", "h"), Histograms: []prompb.Histogram{{Timestamp: 1}, {Timestamp: 2}}},
+		series("", "1", "__name__", "m"),
+		prompb.TimeSeries{Labels: testkit.Labels("__name__", "h"), Histograms: []prompb.Histogram{{Timestamp: 1}, {Timestamp: 2}}},
 	)
 	if a := post(t, srv.URL, ctV1, "snappy", body); a.code != http.StatusBadRequest {
 		t.Fatalf("status %d %s", a.code, a.body)
@@ -285,4 +284,48 @@ func TestMetricsCountOutcomes(t *testing.T) {
 	f("series rejected invalid_series", h.m.seriesRejected.WithLabelValues("invalid_series"), 2)
 	f("series appended", h.m.seriesAppended, 2) // "ok" and the histogram series "h"
 	f("1.0 requests", h.m.requests.WithLabelValues("1.0"), 1)
+}
+
+// A 2.0 series' metadata is stored under its metric family: the series of
+// a classic histogram, a gauge histogram or a summary drop their suffixes,
+// as 1.0 names the family and Prometheus's /api/v1/metadata lists it.
+func TestWriteV2MetadataByFamily(t *testing.T) {
+	app := &memAppender{}
+	srv := newServer(t, app)
+	cases := []struct {
+		name string
+		typ  writev2.Metadata_MetricType
+		want string
+	}{
+		{"lat_seconds_bucket", writev2.Metadata_METRIC_TYPE_HISTOGRAM, "lat_seconds"},
+		{"lat_seconds_sum", writev2.Metadata_METRIC_TYPE_HISTOGRAM, "lat_seconds"},
+		{"lat_seconds_count", writev2.Metadata_METRIC_TYPE_HISTOGRAM, "lat_seconds"},
+		{"native_seconds", writev2.Metadata_METRIC_TYPE_HISTOGRAM, "native_seconds"},
+		{"queue_bucket", writev2.Metadata_METRIC_TYPE_GAUGEHISTOGRAM, "queue"},
+		{"queue_gsum", writev2.Metadata_METRIC_TYPE_GAUGEHISTOGRAM, "queue"},
+		{"rpc_seconds", writev2.Metadata_METRIC_TYPE_SUMMARY, "rpc_seconds"},
+		{"rpc_seconds_count", writev2.Metadata_METRIC_TYPE_SUMMARY, "rpc_seconds"},
+		{"requests_total", writev2.Metadata_METRIC_TYPE_COUNTER, "requests_total"},
+		{"pool_count", writev2.Metadata_METRIC_TYPE_GAUGE, "pool_count"},
+		{"_sum", writev2.Metadata_METRIC_TYPE_SUMMARY, "_sum"},
+	}
+	var sets [][]string
+	for _, c := range cases {
+		sets = append(sets, []string{"__name__", c.name})
+	}
+	req := v2Req(sets...)
+	for i, c := range cases {
+		req.Timeseries[i].Metadata = writev2.Metadata{Type: c.typ}
+	}
+	if a := post(t, srv.URL, ctV2, "snappy", testkit.RW2(req)); a.code != http.StatusNoContent {
+		t.Fatalf("status %d: %s", a.code, a.body)
+	}
+	if len(app.meta) != len(cases) {
+		t.Fatalf("stored %d metadata, want %d", len(app.meta), len(cases))
+	}
+	for i, c := range cases {
+		if app.meta[i].Name != c.want {
+			t.Errorf("metadata of series %s stored for %q, want %q", c.name, app.meta[i].Name, c.want)
+		}
+	}
 }

@@ -1,27 +1,28 @@
 package remotewrite
 
 import (
-	"bytes"
 	"context"
-	"io"
+	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 const (
-	ctV1 = "application/x-protobuf;proto=prometheus.WriteRequest"
-	ctV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
+	ctV1 = testkit.ContentTypeRW1
+	ctV2 = testkit.ContentTypeRW2
 )
 
 // memAppender records committed batches (deep copies); err/errs let a
@@ -43,6 +44,9 @@ func (m *memAppender) Commit(_ context.Context, b *actastore.Batch) (actastore.R
 	}
 	var res actastore.Result
 	for _, s := range b.Series {
+		if s.Labels.IsEmpty() {
+			s.Labels = pairsLabels(s.LabelPairs)
+		}
 		if len(s.Samples) > 0 {
 			m.series = append(m.series, actastore.SeriesSamples{Labels: s.Labels, Samples: append([]actastore.Sample(nil), s.Samples...)})
 			res.Samples.Written += len(s.Samples)
@@ -55,7 +59,11 @@ func (m *memAppender) Commit(_ context.Context, b *actastore.Batch) (actastore.R
 			res.Exemplars.Written += len(s.Exemplars)
 		}
 	}
-	m.meta = append(m.meta, b.Metadata...)
+	// Copies, as the store makes: the batch's strings may alias the body.
+	for _, md := range b.Metadata {
+		m.meta = append(m.meta, actastore.NamedMetadata{Name: strings.Clone(md.Name), Metadata: actastore.Metadata{
+			Type: md.Type, Unit: strings.Clone(md.Unit), Help: strings.Clone(md.Help)}})
+	}
 	res.Metadata.Written = len(b.Metadata)
 	res.Errors = m.errs
 	return res, nil
@@ -86,43 +94,12 @@ type answer struct {
 	written string
 }
 
+// post sends body with Content-Type ct and Content-Encoding enc, each left
+// out when empty.
 func post(t testing.TB, url, ct, enc string, body []byte) answer {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ct != "" {
-		req.Header.Set("Content-Type", ct)
-	}
-	if enc != "" {
-		req.Header.Set("Content-Encoding", enc)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, string(b), resp.Header, resp.Header.Get(headerSamplesWritten)}
-}
-
-func v1Body(t testing.TB, ts ...prompb.TimeSeries) []byte {
-	t.Helper()
-	b, err := (&prompb.WriteRequest{Timeseries: ts}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snappy.Encode(nil, b)
-}
-
-func v2Body(t testing.TB, req *writev2.Request) []byte {
-	t.Helper()
-	b, err := req.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snappy.Encode(nil, b)
+	a := testkit.Post(t, url, map[string]string{"Content-Type": ct, "Content-Encoding": enc}, body)
+	return answer{a.Code, string(a.Body), a.Header, a.Header.Get(headerSamplesWritten)}
 }
 
 // v2Req symbolizes label sets (each "name", "value", ...) with one sample each.
@@ -143,16 +120,30 @@ func v2Req(sets ...[]string) *writev2.Request {
 	return req
 }
 
-func pbLabels(kv ...string) []prompb.Label {
-	var out []prompb.Label
-	for i := 0; i+1 < len(kv); i += 2 {
-		out = append(out, prompb.Label{Name: kv[i], Value: kv[i+1]})
+// pairsLabels decodes a SeriesData.LabelPairs encoding (uvarint length,
+// name, uvarint length, value; see actastore.AppendLabelPair) into a
+// sorted label set, as the store does; it panics on a bad encoding.
+func pairsLabels(b []byte) labels.Labels {
+	var sb labels.ScratchBuilder
+	read := func() string {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			panic(fmt.Sprintf("bad label pair encoding % x", b))
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s
 	}
-	return out
+	for len(b) > 0 {
+		name := read()
+		sb.Add(name, read())
+	}
+	sb.Sort()
+	return sb.Labels()
 }
 
 func series(kv ...string) prompb.TimeSeries {
-	return prompb.TimeSeries{Labels: pbLabels(kv...), Samples: []prompb.Sample{{Value: 1, Timestamp: 1000}}}
+	return prompb.TimeSeries{Labels: testkit.Labels(kv...), Samples: []prompb.Sample{{Value: 1, Timestamp: 1000}}}
 }
 
 func lbls(kv ...string) labels.Labels { return labels.FromStrings(kv...) }

@@ -6,14 +6,13 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/golang/snappy"
-
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/acta-remote/acta-remote/histfile"
 	"github.com/acta-remote/acta-remote/histfile/histtest"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // extrasAppender is memAppender, named for the tests of histograms,
@@ -65,24 +64,20 @@ func TestHistogramsRoundTrip(t *testing.T) {
 				req.Timeseries = append(req.Timeseries, ts)
 			}
 			req.Symbols = st.Symbols()
-			body = v2Body(t, req)
+			body = testkit.RW2(req)
 		} else {
 			var tss []prompb.TimeSeries
 			var md []prompb.MetricMetadata
 			for _, c := range cases {
-				ts := prompb.TimeSeries{Labels: pbLabels("__name__", c.Name, "job", "j")}
+				ts := prompb.TimeSeries{Labels: testkit.Labels("__name__", c.Name, "job", "j")}
 				for _, s := range c.Samples {
 					ts.Histograms = append(ts.Histograms, pbHist(s))
 				}
-				ts.Exemplars = []prompb.Exemplar{{Labels: pbLabels("trace_id", "abc"), Value: exValue, Timestamp: c.Samples[0].T}}
+				ts.Exemplars = []prompb.Exemplar{{Labels: testkit.Labels("trace_id", "abc"), Value: exValue, Timestamp: c.Samples[0].T}}
 				tss = append(tss, ts)
 				md = append(md, prompb.MetricMetadata{Type: prompb.MetricMetadata_HISTOGRAM, MetricFamilyName: c.Name, Help: "help " + c.Name, Unit: "seconds"})
 			}
-			b, err := (&prompb.WriteRequest{Timeseries: tss, Metadata: md}).Marshal()
-			if err != nil {
-				t.Fatal(err)
-			}
-			body = snappy.Encode(nil, b)
+			body = testkit.Encode(&prompb.WriteRequest{Timeseries: tss, Metadata: md})
 		}
 		ct := ctV1
 		if v2 {

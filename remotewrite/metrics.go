@@ -33,7 +33,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_samples_rejected_total",
-			Help: "Samples, histograms and exemplars refused, by reason (invalid_series, invalid_histogram, limit, out_of_order, duplicate, too_many_series, overloaded, store_error).",
+			Help: "Samples, histograms and exemplars refused or dropped, by reason (invalid_series, invalid_histogram, limit, out_of_order, duplicate, out_of_bounds, exemplar_labels_too_long, too_many_series, overloaded, store_error).",
 		}, []string{"reason"}),
 		seriesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_remote_write_series_rejected_total",

@@ -6,8 +6,8 @@ import "google.golang.org/protobuf/encoding/protowire"
 // (Remote-Write 1.0) and io.prometheus.write.v2.Request (Remote-Write 2.0
 // spec). Frozen by the protocols.
 const (
-	timeseriesFieldV1 = 1
-	timeseriesFieldV2 = 5
+	timeseriesFieldV1 protowire.Number = 1
+	timeseriesFieldV2 protowire.Number = 5
 )
 
 // countTopLevel counts the occurrences of field num at the top level of the

@@ -12,14 +12,23 @@ import (
 )
 
 // scratch is one request's working memory, pooled so a steady stream of
-// requests allocates little beyond the label sets the store keeps.
+// requests allocates nothing per series once warm: label pairs go into one
+// arena (the store builds label sets only for series it does not know),
+// samples into another.
 type scratch struct {
 	raw, dec []byte // compressed body, decoded protobuf
 
-	// The unmarshalled request, pooled with the scratch: its Timeseries
-	// (and 2.0 Symbols) slices keep their capacity across requests.
+	// The generated decoder's request messages (decode_generated.go),
+	// pooled with the scratch: their Timeseries (and 2.0 Symbols) slices
+	// keep their capacity across requests.
 	w1 prompb.WriteRequest
 	w2 writev2.Request
+
+	// The wire decoder's tables (decode_wire.go): 2.0 symbols (strings
+	// aliasing dec), one series' label refs and exemplars.
+	syms  []string
+	refs  []uint32
+	v2exs []writev2.Exemplar
 
 	// batch is what the request commits: batch.Series[i] takes its
 	// samples, histograms and exemplars from the arenas below once they
@@ -29,7 +38,9 @@ type scratch struct {
 	hists   []actastore.HistogramSample // arena
 	exs     []actastore.Exemplar        // arena
 	spans   []span
-	pairs   []pair // the series being converted
+	lp      []byte // arena: every stored series' label pairs (actastore.AppendLabelPair)
+	pairs   []pair // the series being converted: its labels with a value, at most limit+1
+	npairs  int    // its labels with a value, all of them
 	sb      labels.ScratchBuilder
 
 	stats  stats
@@ -40,10 +51,16 @@ type scratch struct {
 }
 
 // span is one series' ranges in the arenas: samples [lo, hi), histograms
-// [hlo, hhi), exemplars [elo, ehi).
-type span struct{ lo, hi, hlo, hhi, elo, ehi int }
+// [hlo, hhi), exemplars [elo, ehi), label pairs [plo, phi).
+type span struct{ lo, hi, hlo, hhi, elo, ehi, plo, phi int }
 
+// pair is one label as sent. The wire decoder's strings alias the decoded
+// body (s.dec): they must not outlive the request, and are copied into
+// the pairs arena (and by the store) before it ends.
 type pair struct{ name, value string }
+
+// bytesOf views s as bytes without copying; the bytes must not be written.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // stats is what one request carried and what became of it.
 type stats struct {
@@ -67,11 +84,20 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(s *scratch) {
 	if cap(s.raw) > maxPooledBytes || cap(s.dec) > maxPooledBytes || cap(s.samples) > maxPooledBytes/16 ||
+		cap(s.lp) > maxPooledBytes || cap(s.syms) > maxPooledBytes/16 || cap(s.refs) > maxPooledBytes/4 ||
 		cap(s.w1.Timeseries)*int(unsafe.Sizeof(prompb.TimeSeries{})) > maxPooledBytes ||
 		cap(s.w2.Timeseries)*int(unsafe.Sizeof(writev2.TimeSeries{})) > maxPooledBytes ||
 		cap(s.w2.Symbols) > maxPooledBytes/16 {
 		return
 	}
+	s.resetDecoded()
+	scratchPool.Put(s)
+}
+
+// resetDecoded forgets everything decoded from the body (keeping the
+// buffers' capacity and the body itself): putScratch's reset, and what the
+// generated decoder starts from when the wire decoder gives up half way.
+func (s *scratch) resetDecoded() {
 	resetRequests(s)
 	s.batch.Reset() // drop label references so the store's copies can be freed
 	s.samples = s.samples[:0]
@@ -80,14 +106,20 @@ func putScratch(s *scratch) {
 	s.hists = s.hists[:0]
 	clear(s.exs)
 	s.exs = s.exs[:0]
+	s.lp = s.lp[:0]
 	s.pairs = s.pairs[:0]
+	s.npairs = 0
+	clear(s.syms)
+	s.syms = s.syms[:0]
+	s.refs = s.refs[:0]
+	clear(s.v2exs)
+	s.v2exs = s.v2exs[:0]
 	clear(s.errs)
 	s.errs = s.errs[:0]
 	s.nerrs = 0
 	s.stats = stats{}
 	clear(s.reason)
 	clear(s.events)
-	scratchPool.Put(s)
 }
 
 // reject records one rejected series or sample group.
@@ -120,10 +152,12 @@ func resetRequests(s *scratch) {
 	s.w2.Timeseries, s.w2.Symbols = ts2[:0], sym[:0]
 }
 
-// finish points each batch entry at its samples once the arena stops growing.
+// finish points each batch entry at its label pairs and samples once the
+// arenas stop growing.
 func (s *scratch) finish() {
 	for i, sp := range s.spans {
 		d := &s.batch.Series[i]
+		d.LabelPairs = s.lp[sp.plo:sp.phi:sp.phi]
 		d.Samples = s.samples[sp.lo:sp.hi:sp.hi]
 		d.Histograms = s.hists[sp.hlo:sp.hhi:sp.hhi]
 		d.Exemplars = s.exs[sp.elo:sp.ehi:sp.ehi]

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // blockingAppender holds every Append until release is closed.
@@ -39,7 +40,7 @@ func TestWriteBusySlots(t *testing.T) {
 		lim.MaxConcurrent = 2
 		lim.MaxQueueWait = wait
 		srv := httptest.NewServer(New(app, lim, slog.New(slog.DiscardHandler), nil))
-		body := v1Body(t, prompb.TimeSeries{Labels: pbLabels("__name__", "busy"), Samples: []prompb.Sample{{Timestamp: 1, Value: 1}}})
+		body := testkit.RW1(prompb.TimeSeries{Labels: testkit.Labels("__name__", "busy"), Samples: []prompb.Sample{{Timestamp: 1, Value: 1}}})
 		post := func() (int, string, string) {
 			req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(string(body)))
 			req.Header.Set("Content-Type", ctV1)

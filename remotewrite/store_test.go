@@ -14,6 +14,7 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/acta-remote/acta-remote/actastore"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 func openStore(t *testing.T, opts actastore.Options) *actastore.Store {
@@ -50,9 +51,9 @@ func TestRealStoreRejections(t *testing.T) {
 	st := openStore(t, actastore.Options{MaxSeries: 2, OutOfOrderWindow: time.Minute})
 	srv := newServer(t, st)
 	ts := func(v float64, tms int64, kv ...string) prompb.TimeSeries {
-		return prompb.TimeSeries{Labels: pbLabels(kv...), Samples: []prompb.Sample{{Value: v, Timestamp: tms}}}
+		return prompb.TimeSeries{Labels: testkit.Labels(kv...), Samples: []prompb.Sample{{Value: v, Timestamp: tms}}}
 	}
-	a := post(t, srv.URL, ctV2, "snappy", v2Body(t, v2Req([]string{"__name__", "m", "i", "1"})))
+	a := post(t, srv.URL, ctV2, "snappy", testkit.RW2(v2Req([]string{"__name__", "m", "i", "1"})))
 	if a.code != http.StatusNoContent || a.written != "1" {
 		t.Fatalf("first write: %d %q %s", a.code, a.written, a.body)
 	}
@@ -64,11 +65,11 @@ func TestRealStoreRejections(t *testing.T) {
 		}
 	}
 	// v2Req stored {i="1"} at t=1000 with value 0.
-	f("exact duplicate is fine", v1Body(t, ts(0, 1000, "__name__", "m", "i", "1")), 204, "")
-	f("conflicting duplicate", v1Body(t, ts(5, 1000, "__name__", "m", "i", "1"), ts(1, 2000, "__name__", "m", "i", "1")), 400, "duplicate sample")
-	f("newer", v1Body(t, ts(1, 1000+3600_000, "__name__", "m", "i", "1")), 204, "")
-	f("too old", v1Body(t, ts(1, 1500, "__name__", "m", "i", "1")), 400, "out-of-order sample: series {__name__=\"m\", i=\"1\"} sample at 1500 is more than 1m0s behind its newest sample 3601000 (config storage.out_of_order_window)")
-	f("cardinality", v1Body(t, ts(1, 5000, "__name__", "m", "i", "2"), ts(1, 5000, "__name__", "m", "i", "3")), 400, "limit 2; refused {__name__=\"m\", i=\"3\"} (config storage.max_series)")
+	f("exact duplicate is fine", testkit.RW1(ts(0, 1000, "__name__", "m", "i", "1")), 204, "")
+	f("conflicting duplicate", testkit.RW1(ts(5, 1000, "__name__", "m", "i", "1"), ts(1, 2000, "__name__", "m", "i", "1")), 400, "duplicate sample")
+	f("newer", testkit.RW1(ts(1, 1000+3600_000, "__name__", "m", "i", "1")), 204, "")
+	f("too old", testkit.RW1(ts(1, 1500, "__name__", "m", "i", "1")), 400, "out-of-order sample: series {__name__=\"m\", i=\"1\"} sample at 1500 is more than 1m0s behind its newest sample 3601000 (config storage.out_of_order_window)")
+	f("cardinality", testkit.RW1(ts(1, 5000, "__name__", "m", "i", "2"), ts(1, 5000, "__name__", "m", "i", "3")), 400, "limit 2; refused {__name__=\"m\", i=\"3\"} (config storage.max_series)")
 
 	got := readBack(t, st, "m")
 	want := map[string][]actastore.Sample{
@@ -91,15 +92,44 @@ func TestRealStoreRejections(t *testing.T) {
 	}
 }
 
+// The label rules the receiver leaves to the store (it checks them once,
+// for a series it does not know yet): a name twice and invalid UTF-8 are
+// refused with 400 naming the problem, each series alone; unsorted labels
+// are sorted (issue 23), as senders are told to sort them anyway.
+func TestRealStoreLabelRules(t *testing.T) {
+	st := openStore(t, actastore.Options{})
+	srv := newServer(t, st)
+	f := func(name string, typ string, body []byte, code int, contains string) {
+		t.Helper()
+		if a := post(t, srv.URL, typ, "snappy", body); a.code != code || !strings.Contains(a.body, contains) {
+			t.Errorf("%s: got %d %q, want %d containing %q", name, a.code, a.body, code, contains)
+		}
+	}
+	f("duplicate label", ctV1, testkit.RW1(series("__name__", "m", "a", "1", "a", "2")), 400, `duplicate label name "a"`)
+	f("invalid utf8 name", ctV1, testkit.RW1(series("__name__", "m", "\xff", "v")), 400, `label name "\xff" is not UTF-8`)
+	f("invalid utf8 value", ctV1, testkit.RW1(series("__name__", "m\xfe")), 400, `value of label "__name__" is not UTF-8`)
+	f("invalid utf8 value, 2.0", ctV2, testkit.RW2(v2Req([]string{"__name__", "m", "a", "\xff"})), 400, `value of label "a" is not UTF-8`)
+	f("duplicate label, 2.0", ctV2, testkit.RW2(v2Req([]string{"__name__", "m", "a", "1", "a", "1"})), 400, `duplicate label name "a"`)
+	if s := st.Stats(); s.Series != 0 {
+		t.Fatalf("refused series created %d series", s.Series)
+	}
+	f("unsorted labels", ctV1, testkit.RW1(series("job", "a", "__name__", "m")), 204, "")
+	f("unsorted labels, 2.0", ctV2, testkit.RW2(v2Req([]string{"z", "1", "__name__", "m"})), 204, "")
+	got := readBack(t, st, "m")
+	if len(got[`{__name__="m", job="a"}`]) != 1 || len(got[`{__name__="m", z="1"}`]) != 1 || len(got) != 2 {
+		t.Fatalf("stored %v, want the two unsorted series under their sorted label sets", got)
+	}
+}
+
 // Requests that fail validation leave the real store untouched.
 func TestRealStoreBadInputsStoreNothing(t *testing.T) {
 	st := openStore(t, actastore.Options{})
 	srv := newServer(t, st)
 	for _, body := range [][]byte{
-		v1Body(t, series("job", "a", "__name__", "m")),
-		v1Body(t, series("__name__", "m", "a", "1", "a", "2")),
-		v1Body(t, series("job", "x")),
-		append(v1Body(t, series("__name__", "m"))[:5], 0xff),
+		testkit.RW1(series("__name__", "m", "a", "\xff")),
+		testkit.RW1(series("__name__", "m", "a", "1", "a", "2")),
+		testkit.RW1(series("job", "x")),
+		append(testkit.RW1(series("__name__", "m"))[:5], 0xff),
 	} {
 		if a := post(t, srv.URL, ctV1, "snappy", body); a.code != http.StatusBadRequest {
 			t.Errorf("status %d %s, want 400", a.code, a.body)
@@ -118,22 +148,22 @@ func TestRealStoreBadInputsStoreNothing(t *testing.T) {
 func TestRealStoreBackpressure(t *testing.T) {
 	st := openStore(t, actastore.Options{MaxHeadSamples: 5, BlockRows: 1000})
 	srv := newServer(t, st)
-	many := prompb.TimeSeries{Labels: pbLabels("__name__", "m")}
+	many := prompb.TimeSeries{Labels: testkit.Labels("__name__", "m")}
 	for i := range 10 {
 		many.Samples = append(many.Samples, prompb.Sample{Value: float64(i), Timestamp: int64(i)})
 	}
-	if a := post(t, srv.URL, ctV1, "snappy", v1Body(t, many)); a.code != http.StatusNoContent {
+	if a := post(t, srv.URL, ctV1, "snappy", testkit.RW1(many)); a.code != http.StatusNoContent {
 		t.Fatalf("first write: %d %s", a.code, a.body)
 	}
-	next := prompb.TimeSeries{Labels: pbLabels("__name__", "m"), Samples: []prompb.Sample{{Value: 1, Timestamp: 100}}}
-	a := post(t, srv.URL, ctV2, "snappy", v2Body(t, v2Req([]string{"__name__", "m"})))
+	next := prompb.TimeSeries{Labels: testkit.Labels("__name__", "m"), Samples: []prompb.Sample{{Value: 1, Timestamp: 100}}}
+	a := post(t, srv.URL, ctV2, "snappy", testkit.RW2(v2Req([]string{"__name__", "m"})))
 	if a.code != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || a.written != "0" || !strings.Contains(a.body, "(config storage.max_head_samples") {
 		t.Fatalf("over the head budget: %d retry-after=%q written=%q %s", a.code, a.header.Get("Retry-After"), a.written, a.body)
 	}
 	if err := st.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
-	if a := post(t, srv.URL, ctV1, "snappy", v1Body(t, next)); a.code != http.StatusNoContent {
+	if a := post(t, srv.URL, ctV1, "snappy", testkit.RW1(next)); a.code != http.StatusNoContent {
 		t.Fatalf("after the head drained: %d %s", a.code, a.body)
 	}
 	if got := readBack(t, st, "m")[`{__name__="m"}`]; len(got) != 11 {
@@ -154,15 +184,15 @@ func TestConcurrentWriters(t *testing.T) {
 			for n := range requests {
 				var a answer
 				if n%2 == 0 {
-					a = post(t, srv.URL, ctV1, "snappy", v1Body(t, prompb.TimeSeries{
-						Labels:  pbLabels("__name__", "cw", "w", fmt.Sprint(w)),
+					a = post(t, srv.URL, ctV1, "snappy", testkit.RW1(prompb.TimeSeries{
+						Labels:  testkit.Labels("__name__", "cw", "w", fmt.Sprint(w)),
 						Samples: []prompb.Sample{{Value: float64(w*1000 + n), Timestamp: int64(n)}},
 					}))
 				} else {
 					req := &writev2.Request{Symbols: []string{"", "__name__", "cw", "w", fmt.Sprint(w)},
 						Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2, 3, 4},
 							Samples: []writev2.Sample{{Value: float64(w*1000 + n), Timestamp: int64(n)}}}}}
-					a = post(t, srv.URL, ctV2, "snappy", v2Body(t, req))
+					a = post(t, srv.URL, ctV2, "snappy", testkit.RW2(req))
 				}
 				if a.code != http.StatusNoContent {
 					t.Errorf("writer %d request %d: %d %s", w, n, a.code, a.body)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/acta-remote/acta-remote/apistatus"
 
@@ -26,51 +25,56 @@ type Limits struct {
 	MaxLabelValueLength int // bytes
 	MaxConcurrent       int // requests decoded at once
 	// MaxQueueWait is how long a request waits for one of the
-	// MaxConcurrent slots before it gets 429; 0 refuses at once.
+	// MaxConcurrent slots before it gets 503; 0 refuses at once.
 	MaxQueueWait time.Duration
 }
 
-// checkLabels validates s.pairs as one series' label set, in the rules of
-// the Remote-Write specs: names sorted and unique, valid UTF-8, non-empty,
-// __name__ present. Pairs with an empty value are dropped first: in
-// Prometheus an empty value means the label is absent.
-func (h *Handler) checkLabels(s *scratch, series int) error {
-	ps := s.pairs[:0]
-	for _, p := range s.pairs {
-		if p.value != "" {
-			ps = append(ps, p)
-		}
+// beginSeries starts converting one series' labels.
+func (s *scratch) beginSeries() {
+	s.pairs = s.pairs[:0]
+	s.npairs = 0
+}
+
+// addPair takes one label as sent. A pair with an empty value is dropped:
+// in Prometheus an empty value means the label is absent. Beyond
+// max_labels_per_series labels are only counted (checkLabels rejects the
+// series), so a series of a million labels costs no memory.
+func (h *Handler) addPair(s *scratch, name, value string) {
+	if value == "" {
+		return
 	}
-	s.pairs = ps
-	if len(ps) == 0 {
+	s.npairs++
+	if len(s.pairs) <= h.lim.MaxLabelsPerSeries {
+		s.pairs = append(s.pairs, pair{name, value})
+	}
+}
+
+// checkLabels applies the receiver's cheap rules to s.pairs, one series'
+// labels in the order sent: at least one label, __name__ present, no empty
+// name, the configured count and length limits. Sorting, duplicate names
+// and UTF-8 are the store's to check (only for a series it does not know
+// yet: a known series' label bytes were valid when it was created), as
+// Remote-Write senders sort their labels and the store sorts them anyway.
+func (h *Handler) checkLabels(s *scratch, series int) error {
+	ps := s.pairs
+	if s.npairs == 0 {
 		return fmt.Errorf("%w: series %d has no labels", apistatus.ErrBadRequest, series)
 	}
-	if len(ps) > h.lim.MaxLabelsPerSeries {
+	if s.npairs > h.lim.MaxLabelsPerSeries {
 		return fmt.Errorf("%w: series %d (%s) has %d labels, limit remote_write.max_labels_per_series=%d",
-			errLimit, series, describe(ps), len(ps), h.lim.MaxLabelsPerSeries)
+			errLimit, series, describe(ps), s.npairs, h.lim.MaxLabelsPerSeries)
 	}
 	hasName := false
 	for i, p := range ps {
 		switch {
 		case p.name == "":
 			return fmt.Errorf("%w: series %d (%s): label %d has an empty name", apistatus.ErrBadRequest, series, describe(ps), i)
-		case !utf8.ValidString(p.name):
-			return fmt.Errorf("%w: series %d: label %d name %q is not valid UTF-8", apistatus.ErrBadRequest, series, i, p.name)
-		case !utf8.ValidString(p.value):
-			return fmt.Errorf("%w: series %d: label %q value %q is not valid UTF-8", apistatus.ErrBadRequest, series, p.name, p.value)
 		case len(p.name) > h.lim.MaxLabelNameLength:
 			return fmt.Errorf("%w: series %d: label name %.64q... is %d bytes, limit remote_write.max_label_name_length=%d",
 				errLimit, series, p.name, len(p.name), h.lim.MaxLabelNameLength)
 		case len(p.value) > h.lim.MaxLabelValueLength:
 			return fmt.Errorf("%w: series %d: label %q value is %d bytes, limit remote_write.max_label_value_length=%d",
 				errLimit, series, p.name, len(p.value), h.lim.MaxLabelValueLength)
-		}
-		if i > 0 {
-			if prev := ps[i-1].name; p.name == prev {
-				return fmt.Errorf("%w: series %d (%s): duplicate label name %q", apistatus.ErrBadRequest, series, describe(ps), p.name)
-			} else if p.name < prev {
-				return fmt.Errorf("%w: series %d (%s): labels not sorted: %q after %q", apistatus.ErrBadRequest, series, describe(ps), p.name, prev)
-			}
 		}
 		if p.name == labels.MetricName {
 			hasName = true
@@ -80,6 +84,16 @@ func (h *Handler) checkLabels(s *scratch, series int) error {
 		return fmt.Errorf("%w: series %d (%s): missing %s", apistatus.ErrBadRequest, series, describe(ps), labels.MetricName)
 	}
 	return nil
+}
+
+// metricName is the series' __name__ value (the first one sent).
+func metricName(ps []pair) string {
+	for _, p := range ps {
+		if p.name == labels.MetricName {
+			return p.value
+		}
+	}
+	return ""
 }
 
 // describe renders a label set for an error message, bounded in length.
@@ -98,13 +112,4 @@ func describe(ps []pair) string {
 	}
 	b.WriteByte('}')
 	return b.String()
-}
-
-// labelsOf copies the validated pairs into a labels.Labels the store may keep.
-func labelsOf(s *scratch) labels.Labels {
-	s.sb.Reset()
-	for _, p := range s.pairs {
-		s.sb.Add(p.name, p.value)
-	}
-	return s.sb.Labels()
 }

@@ -5,62 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes on a new directory and unmounts
-// it when the test ends. Tests that need a real full disk skip where the
-// machine cannot mount (not root, no tmpfs, a container without the
-// capability).
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot mount a %d-byte tmpfs for a real disk-full test (needs root and mount): %v %s", size, err, bytes.TrimSpace(out))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fill writes a filler file until the file system is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 4096)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling %s: %v", path, err)
-			}
-			break
-		}
-	}
-	// Whatever is left is smaller than a page: fill it byte by byte.
-	for {
-		if _, err := f.Write(chunk[:1]); err != nil {
-			return
-		}
-	}
-}
 
 // A full disk fails appends (with ENOSPC, nothing acknowledged), leaves no
 // torn record or hole behind, and the log resumes when space returns: a
 // replay yields every acknowledged record in order and nothing else.
 func TestDiskFull(t *testing.T) {
-	root := mountTmpfs(t, 256<<10)
+	root := testkit.MountTmpfs(t, 256<<10)
 	dir := filepath.Join(root, "wal")
 	// Segments of 1 MiB never fill before the disk does: the failures
 	// hit Append's write, not a rotation.
@@ -92,7 +49,7 @@ func TestDiskFull(t *testing.T) {
 				}
 			}
 			filler := filepath.Join(root, "filler")
-			fill(t, filler)
+			testkit.FillDisk(t, filler)
 			failures := 0
 			for range 50 {
 				if err := appendOne(); err != nil {

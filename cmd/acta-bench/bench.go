@@ -128,6 +128,10 @@ func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 		}
 	}
 	plan := planReads(d, o.Gen.Seed, o.ReadReps)
+	pplan := planPromQL(d, o.Gen.Seed)
+	for _, q := range pplan {
+		logf("%s: %s over [%d, %d] ms, step %s", q.name, q.expr, q.start, q.end, q.step)
+	}
 	vrng := rand.New(rand.NewPCG(o.Gen.Seed, 0x7e51f1))
 	var vidx []int
 	for _, i := range vrng.Perm(d.NumSeries())[:min(o.VerifySeries, d.NumSeries())] {
@@ -161,7 +165,7 @@ func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 			i := (run + j) % len(systems)
 			e := systems[i]
 			logf("run %d/%d: %s", run+1, len(runs), e.sys.name)
-			r := runSystem(o, e.sys, d, loads, plan, vidx)
+			r := runSystem(o, e.sys, d, loads, plan, pplan, vidx)
 			if r.Err == "" && len(shapeLoads) > 0 {
 				r.Shapes = map[string]DiskResult{}
 				for g, ld := range shapeLoads {
@@ -226,7 +230,7 @@ func makeSystem(o Options, name, binDir string, actaBuilt *actaBuild) (*system, 
 // runSystem measures one system. RW 1.0 goes to a fresh instance that is
 // then flushed, stopped, measured on disk, restarted and read; RW 2.0 (if
 // any) goes to a second fresh instance and is timed only.
-func runSystem(o Options, sys *system, d *Dataset, loads map[string]*Load, plan readPlan, vidx []int) *SystemResult {
+func runSystem(o Options, sys *system, d *Dataset, loads map[string]*Load, plan readPlan, pplan []promqlQuery, vidx []int) *SystemResult {
 	r := &SystemResult{Name: sys.name, Ingest: map[string]IngestResult{}, Notes: sys.notes}
 	client := &http.Client{
 		Timeout:   5 * time.Minute,
@@ -241,7 +245,7 @@ func runSystem(o Options, sys *system, d *Dataset, loads map[string]*Load, plan 
 		dataDir := filepath.Join(o.WorkDir, sys.name+"-"+proto)
 		os.RemoveAll(dataDir)
 		logPath := filepath.Join(o.WorkDir, sys.name+"-"+proto+".log")
-		if err := r.runProto(o, sys, client, d, ld, dataDir, logPath, plan, vidx); err != nil {
+		if err := r.runProto(o, sys, client, d, ld, dataDir, logPath, plan, pplan, vidx); err != nil {
 			r.Err = fmt.Sprintf("%s: %v (log: %s)", proto, err, logPath)
 			return r
 		}
@@ -252,7 +256,7 @@ func runSystem(o Options, sys *system, d *Dataset, loads map[string]*Load, plan 
 	return r
 }
 
-func (r *SystemResult) runProto(o Options, sys *system, client *http.Client, d *Dataset, ld *Load, dataDir, logPath string, plan readPlan, vidx []int) error {
+func (r *SystemResult) runProto(o Options, sys *system, client *http.Client, d *Dataset, ld *Load, dataDir, logPath string, plan readPlan, pplan []promqlQuery, vidx []int) error {
 	logf := o.Logf
 	p, base, err := sys.start(dataDir, logPath)
 	if err != nil {
@@ -340,7 +344,11 @@ func (r *SystemResult) runProto(o Options, sys *system, client *http.Client, d *
 	r.RestartSec = ready.Seconds()
 	rd := sys.reader(client, base)
 	r.Reads = plan.run(d, rd)
+	r.Reads = append(r.Reads, runPromQL(client, base, pplan, o.ReadReps, sys.name == sysVM)...)
 	for _, q := range r.Reads {
+		if q.Reps == 0 && q.Err == "" {
+			continue // not offered by this system
+		}
 		logf("%s: read %s: p50 %.1f ms (%d series, %d samples) %s", sys.name, q.Query, q.P50Ms, q.Series, q.Samples, q.Err)
 	}
 	tol := 0.0

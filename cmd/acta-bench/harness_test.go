@@ -76,17 +76,35 @@ func TestHarnessQuickActaOnly(t *testing.T) {
 	if r.Compacted.AllocBytes <= 0 || r.Compacted.ApparentBytes <= 0 || r.PeakRSSBytes <= 0 {
 		t.Fatalf("disk %+v, RSS %d", r.Compacted, r.PeakRSSBytes)
 	}
-	if len(r.Reads) != 3 {
-		t.Fatalf("%d read results, want 3", len(r.Reads))
+	if len(r.Reads) != 8 {
+		t.Fatalf("%d read results, want 6 remote reads and 2 PromQL range queries", len(r.Reads))
 	}
 	for _, q := range r.Reads {
 		if q.Err != "" || q.Series != q.WantSeries || q.Samples == 0 {
 			t.Fatalf("read %s: %+v", q.Query, q)
 		}
 	}
+	for _, q := range r.Reads[6:] {
+		if !strings.HasPrefix(q.Query, "PromQL rate(x[5m]) ") || len(q.Answer) != 64 {
+			t.Fatalf("PromQL read %+v", q)
+		}
+	}
+	// Both acta-remote variants hold the same data: the same PromQL answers.
+	if live.Reads[6].Answer != r.Reads[6].Answer || live.Reads[7].Answer != r.Reads[7].Answer {
+		t.Fatalf("PromQL answers differ between %s and %s", sysActa, sysActaLive)
+	}
 	// 300 series × 30 min: the 1,000-series query takes every pod target.
 	if want := 1; r.Reads[0].Series != want || r.Reads[0].Samples != 120 {
 		t.Fatalf("1 series × 1 h over 30 min of data: %d series, %d samples", r.Reads[0].Series, r.Reads[0].Samples)
+	}
+	// Every series over the whole span, streamed and as SAMPLES.
+	for _, q := range []ReadResult{r.Reads[3], r.Reads[5]} {
+		if q.Series != 300 || q.Samples != d.Samples() || q.Reps != 2 {
+			t.Fatalf("%s: %d series, %d samples, %d reps; want 300, %d, 2", q.Query, q.Series, q.Samples, q.Reps, d.Samples())
+		}
+	}
+	if !strings.HasSuffix(r.Reads[4].Query, ", SAMPLES") || r.Reads[4].Samples != 120 {
+		t.Fatalf("single series as SAMPLES: %+v", r.Reads[4])
 	}
 
 	rep := &Report{}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -29,17 +30,23 @@ type matcher struct {
 // seriesSet maps a series' labels (labels.String) to its samples.
 type seriesSet map[string][]Sample
 
-// reader reads series back from one system. The returned duration is the
-// time to the last byte of the answer: what the server costs, not how fast
-// this program decodes JSON or protobuf.
-type reader func(ms []matcher, mint, maxt int64) (seriesSet, time.Duration, error)
+// reader reads series back from one system, asking for remote read's
+// SAMPLES answer when samples is set (STREAMED_XOR_CHUNKS otherwise). The
+// returned duration is the time to the last byte of the answer: what the
+// server costs, not how fast this program decodes JSON or protobuf. A
+// system without that kind of answer returns errNoSuchRead.
+type reader func(ms []matcher, mint, maxt int64, samples bool) (seriesSet, time.Duration, error)
+
+// errNoSuchRead: the system has no such read (VictoriaMetrics has no
+// remote read, so no SAMPLES answer either); the query is left out.
+var errNoSuchRead = errors.New("not offered by this system")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // remoteReader reads with Prometheus remote read, asking for
-// STREAMED_XOR_CHUNKS as Prometheus's own client does.
+// STREAMED_XOR_CHUNKS as Prometheus's own client does, or SAMPLES.
 func remoteReader(client *http.Client, readURL string) reader {
-	return func(ms []matcher, mint, maxt int64) (seriesSet, time.Duration, error) {
+	return func(ms []matcher, mint, maxt int64, samples bool) (seriesSet, time.Duration, error) {
 		q := &prompb.Query{StartTimestampMs: mint, EndTimestampMs: maxt}
 		for _, m := range ms {
 			typ := prompb.LabelMatcher_EQ
@@ -48,8 +55,11 @@ func remoteReader(client *http.Client, readURL string) reader {
 			}
 			q.Matchers = append(q.Matchers, &prompb.LabelMatcher{Type: typ, Name: m.Name, Value: m.Value})
 		}
-		rr := &prompb.ReadRequest{Queries: []*prompb.Query{q},
-			AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS}}
+		typ := prompb.ReadRequest_STREAMED_XOR_CHUNKS
+		if samples {
+			typ = prompb.ReadRequest_SAMPLES
+		}
+		rr := &prompb.ReadRequest{Queries: []*prompb.Query{q}, AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{typ}}
 		raw, err := rr.Marshal()
 		if err != nil {
 			return nil, 0, err
@@ -165,7 +175,10 @@ func pbLabels(ls []prompb.Label) labels.Labels {
 // (JSON lines), its documented way of getting stored samples back: it has
 // no remote read.
 func vmExportReader(client *http.Client, base string) reader {
-	return func(ms []matcher, mint, maxt int64) (seriesSet, time.Duration, error) {
+	return func(ms []matcher, mint, maxt int64, samples bool) (seriesSet, time.Duration, error) {
+		if samples {
+			return nil, 0, errNoSuchRead
+		}
 		var sel []string
 		for _, m := range ms {
 			op := "="

@@ -233,6 +233,11 @@ func buildReport(rep *Report, runs [][]*SystemResult) {
 	if len(bad) > 0 {
 		rep.Conclusion = "FAILED for " + strings.Join(bad, ", ")
 	}
+	if checked, diffs := promqlAgreement(runs); len(diffs) > 0 {
+		rep.Conclusion += "; PromQL: " + strings.Join(diffs, "; ")
+	} else if checked > 0 {
+		rep.Conclusion += fmt.Sprintf("; %d PromQL answers identical to Prometheus's, byte for byte", checked)
+	}
 }
 
 func findSummary(ss []SystemSummary, name string) *SystemSummary {

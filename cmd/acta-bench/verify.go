@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -44,7 +45,7 @@ func verify(d *Dataset, rd reader, idx []int, tol float64) VerifyResult {
 	for _, i := range idx {
 		res.Series++
 		want := d.SeriesSamples(i)
-		set, _, err := rd(seriesMatchers(d, i), d.cfg.Start, d.End())
+		set, _, err := rd(seriesMatchers(d, i), d.cfg.Start, d.End(), false)
 		if err != nil {
 			fail(i, "%v", err)
 			continue
@@ -78,15 +79,18 @@ func verify(d *Dataset, rd reader, idx []int, tol float64) VerifyResult {
 
 // ReadResult is the latency of one kind of query, repeated.
 type ReadResult struct {
-	Query        string  `json:"query"`
-	Reps         int     `json:"reps"`
-	Series       int     `json:"series"`  // per query (the last one), as returned
-	Samples      int64   `json:"samples"` // per query (the last one), as returned
-	WantSeries   int     `json:"want_series"`
-	P50Ms        float64 `json:"p50_ms"`
-	MaxMs        float64 `json:"max_ms"`
-	Err          string  `json:"error,omitempty"`
+	Query      string  `json:"query"`
+	Reps       int     `json:"reps"`
+	Series     int     `json:"series"`  // per query (the last one), as returned
+	Samples    int64   `json:"samples"` // per query (the last one), as returned
+	WantSeries int     `json:"want_series"`
+	P50Ms      float64 `json:"p50_ms"`
+	MaxMs      float64 `json:"max_ms"`
+	Err        string  `json:"error,omitempty"`
+	// Answer is the SHA-256 of a PromQL query's last answer (promql.go).
+	Answer       string `json:"answer_sha256,omitempty"`
 	rangeMs      int64
+	samples      bool // ask for remote read's SAMPLES answer
 	matcherSets  [][]matcher
 	wantSeriesOf []int
 }
@@ -95,19 +99,24 @@ type ReadResult struct {
 type readPlan []*ReadResult
 
 // planReads picks the queries: reps random single series over the last
-// hour and over the last 24 h (the whole simulated span when shorter), and
-// reps sets of whole pod targets adding up to at least 1,000 series over the
-// last hour.
+// hour and over the last 24 h (the whole simulated span when shorter), reps
+// sets of whole pod targets adding up to at least 1,000 series over the
+// last hour, and every series over the whole span (at most 3 times: it is
+// the largest answer); the single series and every series over the whole
+// span are asked once more as remote read's SAMPLES answer (the others ask
+// for STREAMED_XOR_CHUNKS, as Prometheus does).
 func planReads(d *Dataset, seed uint64, reps int) readPlan {
 	rng := rand.New(rand.NewPCG(seed, 0x4ead))
 	day := min(24*time.Hour, time.Duration(d.Scrapes())*d.cfg.Interval)
+	span := time.Duration(d.Scrapes()) * d.cfg.Interval
 	one := &ReadResult{Query: "1 series × 1 h", rangeMs: time.Hour.Milliseconds()}
 	long := &ReadResult{Query: fmt.Sprintf("1 series × %s", fmtDur(day)), rangeMs: day.Milliseconds()}
 	if day < 24*time.Hour {
 		long.Query += " (whole span; 24 h asked)"
 	}
 	many := &ReadResult{Query: "1,000 series × 1 h", rangeMs: time.Hour.Milliseconds()}
-	for range reps {
+	all := &ReadResult{Query: fmt.Sprintf("all %s series × %s (whole span)", fmtCount(d.NumSeries()), fmtDur(span)), rangeMs: span.Milliseconds()}
+	for rep := range reps {
 		i := rng.IntN(d.NumSeries())
 		one.matcherSets = append(one.matcherSets, seriesMatchers(d, i))
 		one.wantSeriesOf = append(one.wantSeriesOf, 1)
@@ -131,8 +140,18 @@ func planReads(d *Dataset, seed uint64, reps int) readPlan {
 		}
 		many.matcherSets = append(many.matcherSets, []matcher{{Name: "job", Value: "kubernetes-pods"}, {Name: "instance", Value: strings.Join(insts, "|"), Re: true}})
 		many.wantSeriesOf = append(many.wantSeriesOf, n)
+		if rep < 3 {
+			all.matcherSets = append(all.matcherSets, []matcher{{Name: "__name__", Value: ".+", Re: true}})
+			all.wantSeriesOf = append(all.wantSeriesOf, d.NumSeries())
+		}
 	}
-	return readPlan{one, long, many}
+	samplesOf := func(q *ReadResult) *ReadResult {
+		c := *q
+		c.Query += ", SAMPLES"
+		c.samples = true
+		return &c
+	}
+	return readPlan{one, long, many, all, samplesOf(long), samplesOf(all)}
 }
 
 // run times every query of the plan against rd, after one untimed query so
@@ -146,9 +165,13 @@ func (p readPlan) run(d *Dataset, rd reader) []ReadResult {
 		var lat []time.Duration
 		for rep, ms := range q.matcherSets {
 			if rep == 0 {
-				rd(ms, mint, maxt)
+				rd(ms, mint, maxt, q.samples)
 			}
-			set, took, err := rd(ms, mint, maxt)
+			set, took, err := rd(ms, mint, maxt, q.samples)
+			if errors.Is(err, errNoSuchRead) {
+				r.Reps = 0 // left out of the table
+				break
+			}
 			if err != nil {
 				r.Err = err.Error()
 				break

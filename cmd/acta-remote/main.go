@@ -3,14 +3,14 @@
 //
 // Usage:
 //
-//	acta-remote [serve] [--config FILE] [--listen ADDR] [--data-dir DIR]
+//	acta-remote [serve] [--config FILE] [--listen ADDR] [--data-dir DIR] [--mode write|query]
 //	acta-remote inspect FILE
 //	acta-remote head FILE [-n N] [--json]
 //	acta-remote validate FILE [--level structural|full]
 //	acta-remote recover FILE [--repair]
 //	acta-remote recover --salvage FILE [--out FILE] [--schema-from FILE] [--json]
 //	acta-remote recover --salvage --data-dir DIR [--schema-from FILE] [--json]
-//	acta-remote query --data-dir DIR [--start T] [--end T] [--json] SELECTOR
+//	acta-remote query --data-dir DIR [--config FILE] [--start T] [--end T] [--json] SELECTOR
 //	acta-remote tail --data-dir DIR [--since D] [--poll D] [--json] SELECTOR
 //
 // Each subcommand lives in its own file and registers itself in commands.

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/acta-remote/acta-remote/actastore"
@@ -17,15 +16,17 @@ import (
 )
 
 func init() {
-	register("query", "print the samples of the series matching a selector, read from a data directory", runQuery)
+	register("query", "print the samples and native histograms of the series matching a selector, read from a data directory", runQuery)
 }
 
-const queryUsage = "usage: acta-remote query --data-dir DIR [--start T] [--end T] [--json] 'SELECTOR'  (T: RFC 3339 or Unix ms)"
+const queryUsage = "usage: acta-remote query --data-dir DIR [--config FILE] [--start T] [--end T] [--json] 'SELECTOR'  (T: RFC 3339 or Unix ms; --config: the server's, to read files that exist only in its storage.object_store bucket)"
 
-// runQuery reads the series files directly, without the server and without
-// its lock, so it works while the server runs (and when it does not).
+// runQuery reads the data directory directly, without the server and
+// without its lock, so it works while the server runs (and when it does
+// not): the series files merged with what the WAL holds, so it prints
+// every sample of both kinds the server acknowledged, flushed or not.
 func runQuery(args []string) int {
-	fa, err := parseSelectorArgs(args, []string{"json"}, []string{"data-dir", "start", "end"})
+	fa, err := parseSelectorArgs(args, []string{"json"}, []string{"data-dir", "start", "end", "config"})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote query: %v\n%s\n", err, queryUsage)
 		return exitError
@@ -44,45 +45,82 @@ func runQuery(args []string) int {
 			}
 		}
 	}
-	ro, err := actastore.OpenReadOnly(fa.vals["data-dir"])
+	ro, err := actastore.OpenReadOnlyFor(fa.vals["data-dir"], ms...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote query: %v\n", err)
 		return exitError
 	}
+	bucketOnly := 0
+	if path := fa.vals["config"]; path != "" {
+		if err := useBucket(ro, path); err != nil {
+			fmt.Fprintf(os.Stderr, "acta-remote query: --config: %v\n", err)
+			return exitError
+		}
+	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	p := printer{w: out, json: fa.bools["json"]}
-	var fresh freshness
-	nseries, nsamples := 0, 0
+	var sum querySummary
 	for _, s := range ro.Series(ms...) {
-		smps, err := ro.Samples(s.Ref, mint, maxt)
+		rd, err := ro.Read(s.Ref, mint, maxt)
 		if err != nil {
 			out.Flush()
 			fmt.Fprintf(os.Stderr, "acta-remote query: %v\n", err)
 			return exitError
 		}
-		if err := fresh.add(ro, s.Ref); err != nil {
-			out.Flush()
-			fmt.Fprintf(os.Stderr, "acta-remote query: %v\n", err)
-			return exitError
+		if fa.vals["config"] == "" {
+			bucketOnly += ro.BucketOnlyFiles(s.Ref)
 		}
-		if len(smps) == 0 {
+		if len(rd.Floats)+len(rd.Histograms) == 0 {
 			continue
 		}
-		nseries++
-		nsamples += len(smps)
+		sum.add(rd)
 		p.series(s.Labels)
-		for _, smp := range smps {
-			p.sample(s.Labels, smp)
-		}
+		p.merged(s.Labels, rd.Floats, rd.Histograms)
 	}
 	if err := out.Flush(); err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote query: %v\n", err)
 		return exitError
 	}
-	fmt.Fprintf(os.Stderr, "acta-remote query: %d series, %d samples from the files in %s\n", nseries, nsamples, fa.vals["data-dir"])
-	fresh.report(os.Stderr, "acta-remote query", time.Now())
+	sum.report(os.Stderr, fa.vals["data-dir"], time.Now())
+	if bucketOnly > 0 {
+		fmt.Fprintf(os.Stderr, "acta-remote query: %d files of these series exist only in the object store and were left out; --config FILE (the server's) reads them\n", bucketOnly)
+	}
 	return exitOK
+}
+
+// querySummary counts what query printed, and where it was: in the series
+// files, or only in the WAL so far (acknowledged, in the server's head).
+type querySummary struct {
+	series, floats, hists, walOnly int
+	newest                         int64
+}
+
+func (q *querySummary) add(rd actastore.SeriesRead) {
+	q.series++
+	q.floats += len(rd.Floats)
+	q.hists += len(rd.Histograms)
+	q.walOnly += rd.WALOnly
+	if q.series == 1 {
+		q.newest = math.MinInt64
+	}
+	q.newest = max(q.newest, lastT(rd.Floats, floatOps), lastT(rd.Histograms, histOps))
+}
+
+func lastT[S any](ss []S, ops *kindOps[S]) int64 {
+	if len(ss) == 0 {
+		return math.MinInt64
+	}
+	return ops.ts(ss[len(ss)-1])
+}
+
+func (q *querySummary) report(w io.Writer, dir string, now time.Time) {
+	n := q.floats + q.hists
+	fmt.Fprintf(w, "acta-remote query: %d series, %d samples and %d native histograms from %s: %d in the series files, %d only in the WAL so far (acknowledged, not flushed yet)\n",
+		q.series, q.floats, q.hists, dir, n-q.walOnly, q.walOnly)
+	if n > 0 {
+		fmt.Fprintf(w, "acta-remote query: newest: %s (%s)\n", fmtMs(q.newest), describeAge(now.Sub(time.UnixMilli(q.newest)).Round(100*time.Millisecond)))
+	}
 }
 
 // parseSelectorArgs is parseFileArgs for "--data-dir DIR [flags] SELECTOR".
@@ -120,80 +158,6 @@ func parseTime(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is neither RFC 3339 nor Unix milliseconds", s)
 	}
 	return t.UnixMilli(), nil
-}
-
-// printer writes samples as text (a labels line, then one tab-separated line
-// per sample; with inline, the labels start every line, for tail's
-// interleaved series) or JSON (one object per sample). Values are printed
-// with their exact bits: NaN payloads (stale markers) and -0 are told apart.
-type printer struct {
-	w      io.Writer
-	json   bool
-	inline bool
-}
-
-func (p printer) series(lset labels.Labels) {
-	if !p.json && !p.inline {
-		fmt.Fprintln(p.w, lset.String())
-	}
-}
-
-func (p printer) sample(lset labels.Labels, s actastore.Sample) {
-	bits := math.Float64bits(s.V)
-	if !p.json {
-		prefix := "  "
-		if p.inline {
-			prefix = lset.String() + "\t"
-		}
-		fmt.Fprintf(p.w, "%s%d\t%s\t%s\t0x%016x\n", prefix, s.T, fmtMs(s.T), strconv.FormatFloat(s.V, 'g', -1, 64), bits)
-		return
-	}
-	var sb strings.Builder
-	sb.WriteString(`{"labels":{`)
-	i := 0
-	lset.Range(func(l labels.Label) {
-		if i++; i > 1 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString(jsonString(l.Name) + ":" + jsonString(l.Value))
-	})
-	fmt.Fprintf(&sb, `},"t":%d,"v":%s,"bits":"0x%016x"}`, s.T, floatJSON(s.V, 64), bits)
-	fmt.Fprintln(p.w, sb.String())
-}
-
-func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
-
-// freshness tracks how far the files lag behind what the server accepted,
-// so the commands can say that the head is not visible.
-type freshness struct {
-	fileNewest, walNewest int64
-	hasFile, hasWAL       bool
-}
-
-func (f *freshness) add(ro *actastore.ReadOnly, ref uint64) error {
-	t, ok, err := ro.Newest(ref)
-	if err != nil {
-		return err
-	}
-	if ok && (!f.hasFile || t > f.fileNewest) {
-		f.fileNewest, f.hasFile = t, true
-	}
-	if t, ok := ro.NewestInWAL(ref); ok && (!f.hasWAL || t > f.walNewest) {
-		f.walNewest, f.hasWAL = t, true
-	}
-	return nil
-}
-
-func (f *freshness) report(w io.Writer, who string, now time.Time) {
-	if !f.hasFile {
-		fmt.Fprintf(w, "%s: no matching sample is in the files yet; samples still in the server's head are not visible here\n", who)
-	} else {
-		fmt.Fprintf(w, "%s: newest flushed sample of the matching series: %s (%s); samples still in the server's head are not in the files yet\n",
-			who, fmtMs(f.fileNewest), describeAge(now.Sub(time.UnixMilli(f.fileNewest)).Round(time.Second)))
-	}
-	if f.hasWAL && (!f.hasFile || f.walNewest > f.fileNewest) {
-		fmt.Fprintf(w, "%s: the WAL holds acknowledged samples up to %s; those after the newest flushed one are in the head only\n", who, fmtMs(f.walNewest))
-	}
 }
 
 // describeAge says how old a sample is, or how far in the future a sample

@@ -38,6 +38,7 @@ func runServe(args []string) int {
 	listen := fs.String("listen", "", "HTTP listen `address`, overrides the config's listen")
 	dataDir := fs.String("data-dir", "", "data `directory`, overrides the config's data_dir")
 	grpcListen := fs.String("otlp-grpc-listen", "", "OTLP gRPC listen `address`, overrides otlp.grpc.listen_address; \"off\" disables OTLP gRPC")
+	mode := fs.String("mode", "", "`write` (ingest; the default) or query (read-only over storage.object_store's bucket), overrides the config's mode")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -48,7 +49,7 @@ func runServe(args []string) int {
 		fmt.Fprintf(os.Stderr, "acta-remote serve: unexpected arguments %q\n", fs.Args())
 		return exitError
 	}
-	cfg, err := loadServeConfig(*cfgPath, overrides{listen: *listen, dataDir: *dataDir, grpcListen: *grpcListen})
+	cfg, err := loadServeConfig(*cfgPath, overrides{listen: *listen, dataDir: *dataDir, grpcListen: *grpcListen, mode: *mode})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote serve: %v\n", err)
 		return exitError
@@ -56,7 +57,11 @@ func runServe(args []string) int {
 	log := newLogger(cfg.Log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, cfg, log); err != nil {
+	run := serve
+	if cfg.Mode == config.ModeQuery {
+		run = serveQuery
+	}
+	if err := run(ctx, cfg, log); err != nil {
 		log.Error("acta-remote stopped", "err", err)
 		return exitError
 	}
@@ -68,6 +73,7 @@ func runServe(args []string) int {
 type overrides struct {
 	listen, dataDir string
 	grpcListen      string // "off" disables OTLP gRPC
+	mode            string // write or query
 }
 
 // loadServeConfig reads the file (or the embedded default), applies the
@@ -88,6 +94,9 @@ func loadServeConfig(path string, o overrides) (*config.Config, error) {
 	}
 	if o.dataDir != "" {
 		cfg.DataDir = o.dataDir
+	}
+	if o.mode != "" {
+		cfg.Mode = o.mode
 	}
 	switch o.grpcListen {
 	case "":
@@ -116,8 +125,17 @@ func newLogger(c config.LogConfig) *slog.Logger {
 // accepting, let in-flight requests finish, close the store (flush the
 // head, sync), so a clean stop leaves nothing to replay.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	setMemoryLimit(cfg, log)
 	reg := newRegistry()
-	store, err := actastore.Open(cfg.DataDir, storeOptions(cfg, log, reg))
+	opts := storeOptions(cfg, log, reg)
+	if cfg.Storage.ObjectStore.Enabled {
+		c, err := bucketClient(cfg, reg)
+		if err != nil {
+			return err
+		}
+		opts.Tier = tierOptions(cfg, c)
+	}
+	store, err := actastore.Open(cfg.DataDir, opts)
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", cfg.DataDir, err)
 	}
@@ -130,7 +148,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return nil
 	}
 
-	rcv, err := otlp.New(cfg.OTLP, store, log.With("component", "otlp"), reg)
+	rcv, err := otlp.New(otlpOptions(cfg.OTLP), store, log.With("component", "otlp"), reg)
 	if err != nil {
 		return errors.Join(err, closeStore())
 	}

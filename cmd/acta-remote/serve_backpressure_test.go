@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -22,10 +21,9 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/storage/remote"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/acta-remote/acta-remote/config"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // bpConfig is the server under backpressure. Its memory is bounded by
@@ -377,12 +375,9 @@ func bpReadSeries(url, name, i string) (int, error) {
 // bpRead streams a read and hands each series' samples to f (a series
 // split across frames arrives in several calls, in order).
 func bpRead(url string, ms []*prompb.LabelMatcher, f func(i string, ts []int64, vs []float64)) error {
-	rr := &prompb.ReadRequest{
-		Queries:               []*prompb.Query{{StartTimestampMs: math.MinInt64, EndTimestampMs: math.MaxInt64, Matchers: ms}},
-		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
-	}
-	b, _ := rr.Marshal()
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, b)))
+	b := testkit.ReadRequest([]prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
+		&prompb.Query{StartTimestampMs: math.MinInt64, EndTimestampMs: math.MaxInt64, Matchers: ms})
+	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/read", bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("Content-Encoding", "snappy")
 	resp, err := http.DefaultClient.Do(req)
@@ -394,14 +389,7 @@ func bpRead(url string, ms []*prompb.LabelMatcher, f func(i string, ts []int64, 
 		msg, _ := io.ReadAll(resp.Body)
 		return fmt.Errorf("read: %d %s", resp.StatusCode, msg)
 	}
-	cr := remote.NewChunkedReader(resp.Body, 1<<26, nil)
-	for {
-		var c prompb.ChunkedReadResponse
-		if err := cr.NextProto(&c); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return err
-		}
+	return testkit.Frames(resp.Body, 1<<26, func(c *prompb.ChunkedReadResponse) error {
 		for _, cs := range c.ChunkedSeries {
 			var id string
 			for _, l := range cs.Labels {
@@ -412,20 +400,14 @@ func bpRead(url string, ms []*prompb.LabelMatcher, f func(i string, ts []int64, 
 			var ts []int64
 			var vs []float64
 			for _, ch := range cs.Chunks {
-				chk, err := chunkenc.FromData(chunkenc.EncXOR, ch.Data)
-				if err != nil {
+				if err := xorSamples(ch.Data, func(t int64, v float64) { ts, vs = append(ts, t), append(vs, v) }); err != nil {
 					return err
-				}
-				it := chk.Iterator(nil)
-				for it.Next() != chunkenc.ValNone {
-					t, v := it.At()
-					ts = append(ts, t)
-					vs = append(vs, v)
 				}
 			}
 			f(id, ts, vs)
 		}
-	}
+		return nil
+	})
 }
 
 // bpCheck reads every bp series and requires each to hold exactly the

@@ -4,22 +4,18 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/config"
-	"github.com/acta-remote/acta-remote/otlp"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // BenchmarkServeRemoteWrite replays Prometheus-shaped remote-write requests
@@ -42,19 +38,8 @@ const (
 func benchWrite(b *testing.B, v2 bool) {
 	cfg := config.Default()
 	cfg.DataDir = b.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	reg := newRegistry()
-	store, err := actastore.Open(cfg.DataDir, storeOptions(cfg, log, reg))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	rcv, err := otlp.New(cfg.OTLP, store, log, reg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(newRouter(cfg, store, rcv, log, reg, nil))
-	defer srv.Close()
+	srv := startRouter(b, cfg)
+	defer srv.stop()
 
 	sets := make([]labels.Labels, benchSeries)
 	for i := range sets {
@@ -67,9 +52,9 @@ func benchWrite(b *testing.B, v2 bool) {
 		bodies[n] = benchBody(sets, int64(1_750_000_000_000+n*15000), float64(n), v2)
 		raw += len(bodies[n])
 	}
-	ct := "application/x-protobuf;proto=prometheus.WriteRequest"
+	ct := testkit.ContentTypeRW1
 	if v2 {
-		ct = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
+		ct = testkit.ContentTypeRW2
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchSenders}}
 	lat := make([]time.Duration, b.N)
@@ -117,7 +102,6 @@ func benchWrite(b *testing.B, v2 bool) {
 }
 
 func benchBody(sets []labels.Labels, ts int64, v float64, v2 bool) []byte {
-	var data []byte
 	if v2 {
 		st := writev2.NewSymbolTable()
 		req := &writev2.Request{Timeseries: make([]writev2.TimeSeries, len(sets))}
@@ -126,14 +110,11 @@ func benchBody(sets []labels.Labels, ts int64, v float64, v2 bool) []byte {
 				Samples: []writev2.Sample{{Timestamp: ts, Value: v + float64(i)}}}
 		}
 		req.Symbols = st.Symbols()
-		data, _ = req.Marshal()
-	} else {
-		req := &prompb.WriteRequest{Timeseries: make([]prompb.TimeSeries, len(sets))}
-		for i, ls := range sets {
-			req.Timeseries[i] = prompb.TimeSeries{Labels: prompb.FromLabels(ls, nil),
-				Samples: []prompb.Sample{{Timestamp: ts, Value: v + float64(i)}}}
-		}
-		data, _ = req.Marshal()
+		return testkit.RW2(req)
 	}
-	return snappy.Encode(nil, data)
+	tss := make([]prompb.TimeSeries, len(sets))
+	for i, ls := range sets {
+		tss[i] = prompb.TimeSeries{Labels: prompb.FromLabels(ls, nil), Samples: []prompb.Sample{{Timestamp: ts, Value: v + float64(i)}}}
+	}
+	return testkit.RW1(tss...)
 }

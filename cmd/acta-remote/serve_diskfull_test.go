@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,51 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/config"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes on a fresh directory for the
-// test's life. A real full disk needs root and mount; elsewhere the test
-// is skipped with the reason.
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot mount a %d-byte tmpfs for a real disk-full test (needs root and mount): %v %s", size, err, bytes.TrimSpace(out))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fillDisk writes path until the file system has not a byte left.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for _, n := range []int{64 << 10, 4096, 1} {
-		for {
-			if _, err := f.Write(chunk[:n]); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("filling %s: %v", path, err)
-				}
-				break
-			}
-		}
-	}
-}
 
 const dfSeries = 40
 
@@ -89,8 +46,26 @@ func dfBody(ts, n int64) []byte {
 		}
 		req.Timeseries = append(req.Timeseries, s)
 	}
-	b, _ := req.Marshal()
-	return snappy.Encode(nil, b)
+	return testkit.Encode(req)
+}
+
+// diskFullConfig mounts an 8 MiB tmpfs (root) and configures the
+// in-process server on it: 1 MiB WAL segments, 1000-row blocks and a
+// one-second head age, so flushes keep needing fresh pages.
+func diskFullConfig(t *testing.T) (root string, cfg *config.Config) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("disk-full test skipped in -short mode")
+	}
+	root = testkit.MountTmpfs(t, 8<<20)
+	cfg = config.Default()
+	cfg.DataDir = filepath.Join(root, "data")
+	cfg.Listen = freeAddr(t)
+	cfg.OTLP.GRPC.Enabled = false
+	cfg.Storage.WALSegmentSize = 1 << 20
+	cfg.Storage.BlockRows = 1000
+	cfg.Storage.MaxHeadAge = time.Second
+	return root, cfg
 }
 
 // TestServeDiskFull runs the server on a small tmpfs and fills it while
@@ -101,17 +76,7 @@ func dfBody(ts, n int64) []byte {
 // (live, then after a restart), and every series file passes full Acta
 // validation.
 func TestServeDiskFull(t *testing.T) {
-	if testing.Short() {
-		t.Skip("disk-full test skipped in -short mode")
-	}
-	root := mountTmpfs(t, 8<<20)
-	cfg := config.Default()
-	cfg.DataDir = filepath.Join(root, "data")
-	cfg.Listen = freeAddr(t)
-	cfg.OTLP.GRPC.Enabled = false
-	cfg.Storage.WALSegmentSize = 1 << 20
-	cfg.Storage.BlockRows = 1000
-	cfg.Storage.MaxHeadAge = time.Second
+	root, cfg := diskFullConfig(t)
 	srv := serveInProcess(t, cfg)
 	url := "http://" + cfg.Listen
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -149,7 +114,7 @@ func TestServeDiskFull(t *testing.T) {
 	}
 
 	filler := filepath.Join(root, "filler")
-	fillDisk(t, filler)
+	testkit.FillDisk(t, filler)
 	flushErrs0 := metric("acta_store_flush_errors_total")
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
@@ -275,7 +240,7 @@ func TestServeDiskFullKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("disk-full test skipped in -short mode")
 	}
-	root := mountTmpfs(t, 8<<20)
+	root := testkit.MountTmpfs(t, 8<<20)
 	bin := buildBinary(t)
 	cfgFile := filepath.Join(t.TempDir(), "acta.yaml")
 	if err := os.WriteFile(cfgFile, []byte(`
@@ -303,7 +268,7 @@ otlp:
 		t.Fatalf("write before the disk fills: %d", c)
 	}
 	filler := filepath.Join(root, "filler")
-	fillDisk(t, filler)
+	testkit.FillDisk(t, filler)
 	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline); {
 		if c := dw.write("full", 5); c != http.StatusNoContent && c < 500 {
 			t.Errorf("write on a full disk: %d, want 5xx (or 204)", c)

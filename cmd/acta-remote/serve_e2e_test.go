@@ -3,7 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -23,8 +23,9 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
-	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // e2eConfig keeps flushes small (so data crosses the head, the WAL and the
@@ -148,6 +149,28 @@ func genData(rng *rand.Rand, prefix string, nseries, nsamples int, t0 int64) (da
 	return d, sets
 }
 
+// negZeroStandIn takes the place of -0 in a request until it is
+// marshalled: prompb's generated marshallers (1.0 and 2.0, as Prometheus's
+// own sender uses them) leave out a value that == 0, so a -0 sample would
+// arrive as +0. The stand-in's bytes are replaced by -0's in the body, so
+// -0 is on the wire as protobuf-go and other senders put it.
+var negZeroStandIn = math.Float64frombits(0x8000_5eed_0bad_f00d)
+
+func wireValue(v float64) float64 {
+	if math.Float64bits(v) == 0x8000000000000000 {
+		return negZeroStandIn
+	}
+	return v
+}
+
+// withNegZero puts -0 where the stand-in is in a marshalled request.
+func withNegZero(body []byte) []byte {
+	var from, to [8]byte
+	binary.LittleEndian.PutUint64(from[:], math.Float64bits(negZeroStandIn))
+	binary.LittleEndian.PutUint64(to[:], 0x8000000000000000)
+	return bytes.ReplaceAll(body, from[:], to[:])
+}
+
 // send writes even series as Remote-Write 1.0 and odd ones as 2.0, in
 // requests of at most perReq samples per series.
 func send(t *testing.T, url string, d dataset, sets []labels.Labels, perReq int) {
@@ -163,13 +186,13 @@ func send(t *testing.T, url string, d dataset, sets []labels.Labels, perReq int)
 			if i%2 == 0 {
 				ts := prompb.TimeSeries{Labels: prompb.FromLabels(ls, nil)}
 				for _, s := range ss {
-					ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: s.T, Value: s.V})
+					ts.Samples = append(ts.Samples, prompb.Sample{Timestamp: s.T, Value: wireValue(s.V)})
 				}
 				v1.Timeseries = append(v1.Timeseries, ts)
 			} else {
 				ts := writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(ls, nil)}
 				for _, s := range ss {
-					ts.Samples = append(ts.Samples, writev2.Sample{Timestamp: s.T, Value: s.V})
+					ts.Samples = append(ts.Samples, writev2.Sample{Timestamp: s.T, Value: wireValue(s.V)})
 				}
 				v2.Timeseries = append(v2.Timeseries, ts)
 			}
@@ -177,70 +200,74 @@ func send(t *testing.T, url string, d dataset, sets []labels.Labels, perReq int)
 		v2.Symbols = st.Symbols()
 		b1, _ := v1.Marshal()
 		b2, _ := v2.Marshal()
-		post(t, url, "application/x-protobuf;proto=prometheus.WriteRequest", b1, "")
-		post(t, url, "application/x-protobuf;proto=io.prometheus.write.v2.Request", b2, strconv.Itoa(len(v2.Timeseries)*(hi-lo)))
+		b1, b2 = withNegZero(b1), withNegZero(b2)
+		post(t, url, testkit.ContentTypeRW1, b1, "")
+		post(t, url, testkit.ContentTypeRW2, b2, strconv.Itoa(len(v2.Timeseries)*(hi-lo)))
 	}
 }
 
 func post(t *testing.T, url, ct string, body []byte, wantWritten string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, body)))
-	req.Header.Set("Content-Type", ct)
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", "2.0.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	a := testkit.Post(t, url+"/api/v1/write", map[string]string{"Content-Type": ct, "Content-Encoding": "snappy",
+		"X-Prometheus-Remote-Write-Version": "2.0.0"}, snappy.Encode(nil, body))
+	if a.Code != http.StatusNoContent {
+		t.Fatalf("write: %d %s", a.Code, a.Body)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write: %d %s", resp.StatusCode, b)
-	}
-	if got := resp.Header.Get("X-Prometheus-Remote-Write-Samples-Written"); got != wantWritten {
+	if got := a.Header.Get("X-Prometheus-Remote-Write-Samples-Written"); got != wantWritten {
 		t.Fatalf("samples-written header %q, want %q", got, wantWritten)
 	}
 }
 
-// read selects __name__=~prefix over all time with the given response type.
-func read(t *testing.T, url, nameRE string, streamed bool) dataset {
+// readHeaders are the headers Prometheus sends with a remote read.
+var readHeaders = map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy", "X-Prometheus-Remote-Read-Version": "0.1.0"}
+
+// remoteRead sends a remote read of q accepting types (none: SAMPLES, as
+// Prometheus reads) and requires a 200; it returns the answer's body.
+func remoteRead(t *testing.T, url string, q *prompb.Query, types ...prompb.ReadRequest_ResponseType) []byte {
 	t.Helper()
-	typ := prompb.ReadRequest_SAMPLES
-	if streamed {
-		typ = prompb.ReadRequest_STREAMED_XOR_CHUNKS
+	a := testkit.Post(t, url+"/api/v1/read", readHeaders, testkit.ReadRequest(types, q))
+	if a.Code != http.StatusOK {
+		t.Fatalf("read: %d %s", a.Code, a.Body)
 	}
-	rr := &prompb.ReadRequest{
-		Queries: []*prompb.Query{{StartTimestampMs: math.MinInt64, EndTimestampMs: math.MaxInt64,
-			Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "__name__", Value: nameRE}}}},
-		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{typ},
-	}
-	b, _ := rr.Marshal()
-	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, b)))
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
+	return a.Body
+}
+
+// readSeries is the series of the SAMPLES answer to a remote read of q.
+func readSeries(t *testing.T, url string, q *prompb.Query, types ...prompb.ReadRequest_ResponseType) []*prompb.TimeSeries {
+	t.Helper()
+	r, err := testkit.ReadResponse(remoteRead(t, url, q, types...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(resp.Body)
-		t.Fatalf("read: %d %s", resp.StatusCode, msg)
+	return r.Results[0].Timeseries
+}
+
+// allOf queries all time of the series whose name matches nameRE.
+func allOf(nameRE string) *prompb.Query {
+	return &prompb.Query{StartTimestampMs: math.MinInt64, EndTimestampMs: math.MaxInt64,
+		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "__name__", Value: nameRE}}}
+}
+
+// xorSamples hands f every sample of an XOR chunk, in order.
+func xorSamples(data []byte, f func(t int64, v float64)) error {
+	chk, err := chunkenc.FromData(chunkenc.EncXOR, data)
+	if err != nil {
+		return err
 	}
+	it := chk.Iterator(nil)
+	for it.Next() != chunkenc.ValNone {
+		f(it.At())
+	}
+	return it.Err()
+}
+
+// read selects __name__=~nameRE over all time with the given response type.
+func read(t *testing.T, url, nameRE string, streamed bool) dataset {
+	t.Helper()
 	out := dataset{}
 	var sb labels.ScratchBuilder
 	if !streamed {
-		raw, _ := io.ReadAll(resp.Body)
-		dec, err := snappy.Decode(nil, raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r prompb.ReadResponse
-		if err := r.Unmarshal(dec); err != nil {
-			t.Fatal(err)
-		}
-		for _, ts := range r.Results[0].Timeseries {
+		for _, ts := range readSeries(t, url, allOf(nameRE), prompb.ReadRequest_SAMPLES) {
 			k := ts.ToLabels(&sb, nil).String()
 			for _, s := range ts.Samples {
 				out[k] = append(out[k], sample{s.Timestamp, s.Value})
@@ -248,28 +275,20 @@ func read(t *testing.T, url, nameRE string, streamed bool) dataset {
 		}
 		return out
 	}
-	cr := remote.NewChunkedReader(resp.Body, 1<<24, nil)
-	for {
-		var c prompb.ChunkedReadResponse
-		if err := cr.NextProto(&c); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	body := remoteRead(t, url, allOf(nameRE), prompb.ReadRequest_STREAMED_XOR_CHUNKS)
+	err := testkit.Frames(bytes.NewReader(body), 1<<24, func(c *prompb.ChunkedReadResponse) error {
 		for _, cs := range c.ChunkedSeries {
 			k := cs.ToLabels(&sb, nil).String()
 			for _, ch := range cs.Chunks {
-				chk, err := chunkenc.FromData(chunkenc.EncXOR, ch.Data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				it := chk.Iterator(nil)
-				for it.Next() != chunkenc.ValNone {
-					ts, v := it.At()
-					out[k] = append(out[k], sample{ts, v})
+				if err := xorSamples(ch.Data, func(ts int64, v float64) { out[k] = append(out[k], sample{ts, v}) }); err != nil {
+					return err
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

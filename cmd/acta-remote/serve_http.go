@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 
 	"github.com/gorilla/mux"
@@ -14,12 +15,14 @@ import (
 	"github.com/acta-remote/acta-remote/auth"
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/otlp"
+	"github.com/acta-remote/acta-remote/queryapi"
 	"github.com/acta-remote/acta-remote/remoteread"
 	"github.com/acta-remote/acta-remote/remotewrite"
 )
 
 // router is the HTTP surface: the protocol endpoints, instrumented by
-// handler and status code, plus /metrics and the health probes.
+// handler and status code, plus /metrics, /debug/pprof/ (debug.pprof) and
+// the health probes.
 type router struct {
 	*mux.Router
 	ready atomic.Bool // store open and not shutting down
@@ -55,13 +58,22 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 	rt.Handle("/api/v1/write", instrument("write",
 		remotewrite.New(store, writeLimits(cfg.RemoteWrite), log.With("component", "remote_write"), reg)))
 	rt.Handle("/api/v1/read", instrument("read",
-		remoteread.New(store, readLimits(cfg.RemoteRead), log.With("component", "remote_read"), reg)))
+		localOnly(remoteread.New(store, readLimits(cfg.RemoteRead), log.With("component", "remote_read"), reg))))
+	// The Prometheus query API (PromQL, series, labels, metadata, status,
+	// admin): one route per endpoint, so each is counted apart.
+	for _, qr := range queryapi.New(store, queryOptions(cfg, log, reg)).Routes() {
+		rt.Handle(qr.Path, instrument(qr.Name, qr.Handler))
+	}
 	otlpHandler := instrument("otlp", rcv.Handler())
 	for _, p := range otlp.Paths {
 		rt.Handle(p, otlpHandler)
 	}
 	// /metrics reveals series counts and rates: guarded like the data.
 	rt.Handle("/metrics", authn.Wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
+	if cfg.Debug.Pprof {
+		// Profiles reveal code paths and cost CPU while taken: guarded too.
+		rt.PathPrefix("/debug/pprof/").Handler(instrument("pprof", pprofHandler()))
+	}
 	rt.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("acta-remote is healthy.\n"))
 	})
@@ -73,4 +85,29 @@ func newRouter(cfg *config.Config, store *actastore.Store, rcv *otlp.Receiver, l
 		w.Write([]byte("acta-remote is ready.\n"))
 	})
 	return rt
+}
+
+// pprofHandler serves net/http/pprof's handlers under /debug/pprof/ (its
+// Index serves every named profile: heap, allocs, goroutine, ...). Ours, not
+// http.DefaultServeMux, which the net/http/pprof import also fills.
+func pprofHandler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return m
+}
+
+// localOnly serves a remote read that carries remoteread.LocalOnlyHeader
+// (a query instance's fan-out) from the head and local files only: the
+// query instance reads the bucket itself.
+func localOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(remoteread.LocalOnlyHeader) != "" {
+			r = r.WithContext(actastore.WithLocalOnly(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // TestServeStopUnderLoad stops the server (SIGTERM, then SIGKILL) while four
@@ -52,7 +53,7 @@ func TestServeStopUnderLoad(t *testing.T) {
 						s sample
 					}
 					for i := range 10 {
-						lbls := pbLabelsOf("__name__", name, "i", fmt.Sprint(i), "sender", fmt.Sprint(w))
+						lbls := testkit.Labels("__name__", name, "i", fmt.Sprint(i), "sender", fmt.Sprint(w))
 						s := sample{T: int64(n) * 1000, V: float64(n*10+i) + 0.5}
 						if n%7 == 3 {
 							s.V = math.Float64frombits(0x7ff0000000000002)
@@ -64,8 +65,7 @@ func TestServeStopUnderLoad(t *testing.T) {
 							s sample
 						}{labelsKey(lbls), s})
 					}
-					body, _ := req.Marshal()
-					hr, _ := http.NewRequest(http.MethodPost, p.url+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, body)))
+					hr, _ := http.NewRequest(http.MethodPost, p.url+"/api/v1/write", bytes.NewReader(testkit.Encode(req)))
 					hr.Header.Set("Content-Type", "application/x-protobuf")
 					hr.Header.Set("Content-Encoding", "snappy")
 					resp, err := http.DefaultClient.Do(hr)
@@ -134,14 +134,6 @@ func checkAcked(t *testing.T, phase, url, name string, acked dataset) {
 			t.Errorf("%s (streamed=%v): %d acknowledged samples missing", phase, streamed, missing)
 		}
 	}
-}
-
-func pbLabelsOf(kv ...string) []prompb.Label {
-	out := make([]prompb.Label, 0, len(kv)/2)
-	for i := 0; i+1 < len(kv); i += 2 {
-		out = append(out, prompb.Label{Name: kv[i], Value: kv[i+1]})
-	}
-	return out
 }
 
 // labelsKey renders prompb labels as labels.Labels.String() does.

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"io"
 	"math"
 	"net/http"
 	"os"
@@ -14,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // TestServeOTLP checks the wiring: an OTLP/HTTP gauge sent to the binary
@@ -41,14 +41,8 @@ func TestServeOTLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/v1/metrics", "/api/v1/otlp/v1/metrics"} {
-		resp, err := http.Post(p.url+path, "application/x-protobuf", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("OTLP export to %s: %d %q", path, resp.StatusCode, b)
+		if a := testkit.Post(t, p.url+path, map[string]string{"Content-Type": "application/x-protobuf"}, body); a.Code != http.StatusOK {
+			t.Fatalf("OTLP export to %s: %d %q", path, a.Code, a.Body)
 		}
 	}
 	for _, streamed := range []bool{false, true} {

@@ -25,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gogo/protobuf/proto"
-	"github.com/golang/snappy"
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -43,6 +41,7 @@ import (
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/config"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // Secrets used by the tests: none of them may ever show up in a log line.
@@ -237,12 +236,7 @@ func writeSecret(t *testing.T, dir, name, secret string) string {
 }
 
 func writeRequest(name string, ts int64, v float64) []byte {
-	req := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
-		Labels:  []prompb.Label{{Name: "__name__", Value: name}, {Name: "job", Value: "sec"}},
-		Samples: []prompb.Sample{{Timestamp: ts, Value: v}},
-	}}}
-	b, _ := proto.Marshal(req)
-	return snappy.Encode(nil, b)
+	return testkit.RW1(prompb.TimeSeries{Labels: testkit.Labels("__name__", name, "job", "sec"), Samples: []prompb.Sample{{Timestamp: ts, Value: v}}})
 }
 
 func promClient(t *testing.T, rawURL string, hc config_util.HTTPClientConfig) (remote.WriteClient, remote.ReadClient) {

@@ -21,10 +21,14 @@ func init() {
 
 const tailUsage = "usage: acta-remote tail --data-dir DIR [--since 5m] [--poll 500ms] [--json] 'SELECTOR'"
 
-// rescanEvery is how often tail looks for new series (the WAL and catalog
-// records added since) and new files (one listing per shard directory of
-// the followed series); open files are polled every --poll.
+// rescanEvery is how often tail lists the followed series' files to find
+// new ones (one listing per shard directory and kind); the WAL (new
+// samples, new series) and the open files are read every --poll.
 const rescanEvery = 2 * time.Second
+
+// maxCatchUpRounds bounds the file reads of one cycle while the server
+// keeps truncating its WAL (see tailer.cycle).
+const maxCatchUpRounds = 20
 
 func runTail(args []string) int {
 	fa, err := parseSelectorArgs(args, []string{"json"}, []string{"data-dir", "since", "poll"})
@@ -45,7 +49,7 @@ func runTail(args []string) int {
 		fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
 		return exitError
 	}
-	ro, err := actastore.OpenReadOnly(fa.vals["data-dir"])
+	ro, err := actastore.OpenReadOnlyFor(fa.vals["data-dir"], ms...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
 		return exitError
@@ -56,18 +60,15 @@ func runTail(args []string) int {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	tl := &tailer{ro: ro, ms: ms, p: printer{w: out, json: fa.bools["json"], inline: true}, series: map[uint64]*followed{}}
-	tl.cutoff = time.Now().Add(-since).UnixMilli()
-	if err := tl.cycle(true, tl.cutoff); err != nil {
+	tl.discover(time.Now().Add(-since).UnixMilli())
+	if err := tl.cycle(true); err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
 		return exitError
 	}
 	out.Flush()
-	var fresh freshness
-	for ref := range tl.series {
-		fresh.add(ro, ref)
-	}
-	fmt.Fprintf(os.Stderr, "acta-remote tail: following %d series (new blocks every %s, new series and files every %s); Ctrl-C ends\n", len(tl.series), poll, rescanEvery)
-	fresh.report(os.Stderr, "acta-remote tail", time.Now())
+	fmt.Fprintf(os.Stderr, "acta-remote tail: printed %d samples and %d native histograms of the last %s; following %d series "+
+		"(the WAL, hence every acknowledged sample and new series, every %s; new files every %s); Ctrl-C ends\n",
+		tl.history[0], tl.history[1], since, len(tl.series), poll, rescanEvery)
 
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
@@ -85,7 +86,8 @@ func runTail(args []string) int {
 		if rescan {
 			lastScan = time.Now()
 		}
-		if err := tl.cycle(rescan, math.MinInt64); err != nil {
+		tl.rescanDue = rescan
+		if err := tl.cycle(false); err != nil {
 			fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
 		}
 		if err := out.Flush(); err != nil {
@@ -97,111 +99,146 @@ func runTail(args []string) int {
 
 // tailer follows every matching series.
 type tailer struct {
-	ro      *actastore.ReadOnly
-	ms      []*labels.Matcher
-	p       printer
-	cutoff  int64 // ms: the start-up history begins here
-	series  map[uint64]*followed
-	order   []*followed // by labels, so output is stable within a poll
-	printed int
+	ro        *actastore.ReadOnly
+	ms        []*labels.Matcher
+	p         printer
+	series    map[uint64]*followed
+	order     []*followed // by labels, so output is stable within a poll
+	unlisted  []*followed // discovered, files not listed yet
+	rescanDue bool
+	printed   int    // samples of both kinds printed after the history
+	history   [2]int // floats, histograms printed as the start-up history
 }
 
-// cycle prints what the followed files gained since the last cycle; with
-// rescan it first picks up new series and new files, whose samples are
-// printed from minT on (earlier ones only move the watermark).
+// cycle prints what the followed series gained since the last cycle.
 //
-// The order matters. A series' next file is created only after the last
-// block of its previous file is committed, so files are listed first, then
-// the open ones are polled, and only then are new files read: the old
-// file's last block is in hand before the new file's samples move the
-// watermark past it.
-func (tl *tailer) cycle(rescan bool, minT int64) error {
-	var fresh map[*followed][]actastore.SeriesFile
-	var err error
-	if rescan {
-		fresh, err = tl.rescan()
+// Every acknowledged sample is in the WAL before it is in any file, so
+// the WAL read (Reload, then TakeWAL) is what makes tail live: a sample
+// prints within one --poll of its acknowledgement. The files come first
+// in a cycle, and the WAL after: a file block holds samples whose WAL
+// records were written before it, so the WAL read after the files gives
+// every one of them whose segment still exists, and the merge prints each
+// once. When the Reload finds that the server deleted WAL segments (it
+// does so only once their samples are in synced files) or new series
+// appeared, the files are listed and read again before the WAL's samples
+// move the watermark: the samples of a segment deleted before tail read
+// it are in those files, maybe in one created since the last listing.
+func (tl *tailer) cycle(first bool) error {
+	var errs []error
+	tl.readFiles(first || tl.rescanDue)
+	for round := 0; ; round++ {
+		tr := tl.ro.Truncations()
+		n, err := tl.ro.Reload()
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if n > 0 {
+			tl.discover(math.MinInt64)
+		}
+		truncated := tl.ro.Truncations() != tr
+		if (!truncated && len(tl.unlisted) == 0) || round == maxCatchUpRounds {
+			break
+		}
+		tl.readFiles(truncated)
 	}
 	for _, f := range tl.order {
-		smps, reopen := f.poll()
-		smps = append(smps, f.catchUp(reopen, math.MinInt64)...)
-		// Sealed files wholly before minT (the start-up history) are known
-		// from their names not to matter: they are never opened.
-		files := fresh[f]
-		if kept := actastore.SkipSealedBefore(files, minT); len(kept) < len(files) {
-			for _, fl := range files[:len(files)-len(kept)] {
-				f.retired[fl.Path] = true
-			}
-			files = kept
-		}
-		smps = append(smps, f.catchUp(files, minT)...)
-		tl.emit(f, smps, minT)
-		f.retireOld()
+		tl.emit(f, first)
 	}
-	return err
+	return errors.Join(errs...)
 }
 
-// rescan reads series defined since the last call and lists the files of
-// every followed series, returning those not followed yet.
-func (tl *tailer) rescan() (map[*followed][]actastore.SeriesFile, error) {
-	_, err := tl.ro.Reload()
+// discover follows the matching series not followed yet; their output
+// begins at minT.
+func (tl *tailer) discover(minT int64) {
 	added := false
 	for _, s := range tl.ro.Series(tl.ms...) {
 		if tl.series[s.Ref] != nil {
 			continue
 		}
-		f := &followed{info: s, last: math.MinInt64, files: map[string]*fileTail{}, retired: map[string]bool{}}
+		f := newFollowed(s, minT)
 		tl.series[s.Ref], added = f, true
 		tl.order = append(tl.order, f)
+		tl.unlisted = append(tl.unlisted, f)
 	}
 	if added {
 		sortFollowed(tl.order)
 	}
-	refs := make([]uint64, len(tl.order))
-	for i, f := range tl.order {
-		refs[i] = f.info.Ref
-	}
-	all, lerr := tl.ro.ListFilesOf(refs)
-	if lerr != nil {
-		return nil, errors.Join(err, lerr)
-	}
-	fresh := map[*followed][]actastore.SeriesFile{}
-	for _, f := range tl.order {
-		for _, fl := range all[f.info.Ref] {
-			if f.files[fl.Path] == nil && !f.retired[fl.Path] {
-				fresh[f] = append(fresh[f], fl)
-			}
-		}
-	}
-	return fresh, err
 }
 
-// emit prints the samples after the series' watermark, in timestamp order,
-// once each; samples before minT only move the watermark.
-func (tl *tailer) emit(f *followed, smps []actastore.Sample, minT int64) {
-	headed := false
-	for _, s := range sortDedupe(smps) {
-		if s.T <= f.last {
-			continue
+// readFiles polls the open files of every followed series; it lists the
+// files of every series first when all is set, else of those discovered
+// since the last listing, and reads the new ones.
+func (tl *tailer) readFiles(all bool) {
+	list := tl.unlisted
+	if all {
+		list = tl.order
+	}
+	tl.unlisted = nil
+	var flFresh, hsFresh map[uint64][]actastore.SeriesFile
+	if len(list) > 0 {
+		refs := make([]uint64, len(list))
+		for i, f := range list {
+			refs[i] = f.info.Ref
 		}
-		f.last = s.T
-		if s.T < minT {
-			continue
+		var err error
+		if flFresh, err = tl.ro.ListFilesOf(refs); err == nil {
+			hsFresh, err = tl.ro.ListHistogramFilesOf(refs)
 		}
-		if !headed {
-			tl.p.series(f.info.Labels)
-			headed = true
-		}
-		tl.p.sample(f.info.Labels, s)
-		if minT == math.MinInt64 {
-			tl.printed++
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "acta-remote tail: %v\n", err)
 		}
 	}
+	for _, f := range tl.order {
+		f.fl.read(unfollowed(flFresh[f.info.Ref], f.fl.files, f.fl.retired), f.minT)
+		f.hs.read(unfollowed(hsFresh[f.info.Ref], f.hs.files, f.hs.retired), f.minT)
+	}
+}
+
+// unfollowed returns the listed files neither open nor retired.
+func unfollowed(listed []actastore.SeriesFile, open map[string]*fileTail, retired map[string]bool) []actastore.SeriesFile {
+	var out []actastore.SeriesFile
+	for _, fl := range listed {
+		if open[fl.Path] == nil && !retired[fl.Path] {
+			out = append(out, fl)
+		}
+	}
+	return out
+}
+
+// emit prints what the series gained, both kinds merged by timestamp
+// (floats first at equal ones); samples before the series' minT only move
+// the watermark.
+func (tl *tailer) emit(f *followed, first bool) {
+	walF, walH := tl.ro.TakeWAL(f.info.Ref)
+	fs := f.fl.merge(walF)
+	hs := f.hs.merge(walH)
+	fs, hs = since(fs, floatOps, f.minT), since(hs, histOps, f.minT)
+	f.minT = math.MinInt64
+	if len(fs)+len(hs) == 0 {
+		return
+	}
+	tl.p.series(f.info.Labels)
+	tl.p.merged(f.info.Labels, fs, hs)
+	if first {
+		tl.history[0] += len(fs)
+		tl.history[1] += len(hs)
+	} else {
+		tl.printed += len(fs) + len(hs)
+	}
+}
+
+// since drops the samples before minT from a sorted slice.
+func since[S any](ss []S, ops *kindOps[S], minT int64) []S {
+	for len(ss) > 0 && ops.ts(ss[0]) < minT {
+		ss = ss[1:]
+	}
+	return ss
 }
 
 func (tl *tailer) close() {
 	for _, f := range tl.order {
-		for _, ft := range f.files {
-			ft.close()
-		}
+		f.fl.close()
+		f.hs.close()
 	}
 }

@@ -162,8 +162,9 @@ func sendRound(t *testing.T, url string, round dataset, sets []labels.Labels) {
 }
 
 // TestTailFollows starts tail on a running server, then writes block after
-// block, and a series that did not exist when tail started: every flushed
-// sample must be printed exactly once, in order, with its exact bits; the
+// block, and a series that did not exist when tail started: every
+// acknowledged sample must be printed exactly once (from the WAL, and not
+// again when its block is flushed), in order, with its exact bits; the
 // history is limited by --since.
 func TestTailFollows(t *testing.T) {
 	bin := buildBinary(t)
@@ -220,7 +221,7 @@ func TestTailFollows(t *testing.T) {
 	tp.stop(t)
 }
 
-// waitQuery waits until query sees n samples of sel in the files.
+// waitQuery waits until query sees n samples of sel (files and WAL).
 func waitQuery(t *testing.T, bin, data, sel string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -1,0 +1,158 @@
+package xorchunk
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+)
+
+// headerSize is the chunk's sample count (uint16, big-endian).
+const headerSize = 2
+
+// MaxSamples is the most samples one chunk's header can count.
+const MaxSamples = math.MaxUint16
+
+// Encoder builds one XOR chunk at a time at the end of a caller's buffer,
+// so one buffer can hold a series' chunks back to back. The zero Encoder
+// is ready after Start.
+type Encoder struct {
+	buf   []byte
+	start int    // offset of the chunk's header in buf
+	acc   uint64 // pending bits, most significant first
+	nacc  uint   // number of pending bits in acc (< 64 between calls)
+	n     int    // samples in the chunk
+
+	t        int64
+	v        uint64
+	tDelta   uint64
+	leading  uint8 // 0xff: no window yet
+	trailing uint8
+}
+
+// Start begins a new chunk appended to dst (dst's bytes are kept).
+func (e *Encoder) Start(dst []byte) {
+	e.start = len(dst)
+	e.buf = append(dst, 0, 0)
+	e.acc, e.nacc, e.n = 0, 0, 0
+	e.t, e.v, e.tDelta = 0, 0, 0
+	e.leading, e.trailing = 0xff, 0
+}
+
+// NumSamples is the number of samples appended to the current chunk.
+func (e *Encoder) NumSamples() int { return e.n }
+
+// Finish completes the chunk and returns the buffer given to Start with
+// the chunk appended: the chunk is the returned buffer from the length dst
+// had at Start. The Encoder must be started again before the next Append.
+func (e *Encoder) Finish() []byte {
+	for e.nacc > 0 {
+		e.buf = append(e.buf, byte(e.acc>>56))
+		e.acc <<= 8
+		e.nacc -= min(e.nacc, 8)
+	}
+	binary.BigEndian.PutUint16(e.buf[e.start:], uint16(e.n))
+	b := e.buf
+	e.buf = nil
+	return b
+}
+
+// Append adds one sample. A chunk takes at most MaxSamples samples
+// (chunkenc panics beyond; so does Append).
+func (e *Encoder) Append(t int64, v float64) {
+	vb := math.Float64bits(v)
+	switch e.n {
+	case 0:
+		e.writeVarint(uint64(t<<1) ^ uint64(t>>63)) // zig-zag, as binary.PutVarint
+		e.writeBits(vb, 64)
+	case 1:
+		e.tDelta = uint64(t - e.t)
+		e.writeVarint(e.tDelta)
+		e.writeXOR(vb)
+	case MaxSamples:
+		panic("xorchunk: chunk capacity exceeded")
+	default:
+		tDelta := uint64(t - e.t)
+		dod := int64(tDelta - e.tDelta)
+		switch {
+		case dod == 0:
+			e.writeBits(0, 1)
+		case bitRange(dod, 14):
+			e.writeBits(0b10<<14|uint64(dod)&(1<<14-1), 16)
+		case bitRange(dod, 17):
+			e.writeBits(0b110<<17|uint64(dod)&(1<<17-1), 20)
+		case bitRange(dod, 20):
+			e.writeBits(0b1110<<20|uint64(dod)&(1<<20-1), 24)
+		default:
+			e.writeBits(0b1111, 4)
+			e.writeBits(uint64(dod), 64)
+		}
+		e.tDelta = tDelta
+		e.writeXOR(vb)
+	}
+	e.t, e.v = t, vb
+	e.n++
+}
+
+// bitRange is chunkenc's: whether x fits the nbits bucket of the delta of
+// delta encoding (an asymmetric range, one more on the positive side).
+func bitRange(x int64, nbits uint8) bool {
+	return -((1<<(nbits-1))-1) <= x && x <= 1<<(nbits-1)
+}
+
+// writeXOR writes the value as chunkenc's xorWrite does.
+func (e *Encoder) writeXOR(vb uint64) {
+	delta := vb ^ e.v
+	if delta == 0 {
+		e.writeBits(0, 1)
+		return
+	}
+	leading := uint8(bits.LeadingZeros64(delta))
+	trailing := uint8(bits.TrailingZeros64(delta))
+	if leading >= 32 {
+		leading = 31 // 5 bits
+	}
+	if e.leading != 0xff && leading >= e.leading && trailing >= e.trailing {
+		sig := 64 - uint(e.leading) - uint(e.trailing)
+		e.writeBits(0b10, 2)
+		e.writeBits(delta>>e.trailing, sig)
+		return
+	}
+	e.leading, e.trailing = leading, trailing
+	sig := 64 - uint(leading) - uint(trailing)
+	// '11', 5 bits of leading zeros, 6 bits of sig (64 wraps to 0).
+	e.writeBits(0b11<<11|uint64(leading)<<6|uint64(sig)&0x3f, 13)
+	e.writeBits(delta>>trailing, sig)
+}
+
+// writeVarint writes u as uvarint bytes at the current bit position, as
+// chunkenc's writeByte does.
+func (e *Encoder) writeVarint(u uint64) {
+	for u >= 0x80 {
+		e.writeBits(u&0x7f|0x80, 8)
+		u >>= 7
+	}
+	e.writeBits(u, 8)
+}
+
+// writeBits writes the low nbits (1..64) of u; the bits above nbits must
+// be zero. Small enough to inline: most writes fit the accumulator.
+func (e *Encoder) writeBits(u uint64, nbits uint) {
+	if n := e.nacc + nbits; n < 64 {
+		e.acc |= u << (64 - n)
+		e.nacc = n
+		return
+	}
+	e.spill(u, nbits)
+}
+
+// spill fills the accumulator with the top bits of u, flushes it and keeps
+// the rest.
+func (e *Encoder) spill(u uint64, nbits uint) {
+	rest := e.nacc + nbits - 64
+	e.acc |= u >> rest
+	e.buf = binary.BigEndian.AppendUint64(e.buf, e.acc)
+	e.acc, e.nacc = 0, rest
+	if rest > 0 {
+		e.acc = u << (64 - rest)
+	}
+}
