@@ -8,8 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/histfile"
+	"github.com/acta-remote/acta-remote/internal/testkit"
 	"github.com/acta-remote/acta-remote/rotation"
 )
 
@@ -94,29 +95,16 @@ func TestCrashTierChild(t *testing.T) {
 	opts.Logger = slog.New(slog.DiscardHandler)
 	s, err := Open(dir, opts)
 	if err != nil {
-		fmt.Printf("error %v\n", err)
-		os.Exit(3)
+		testkit.Fail(err)
 	}
-	fmt.Println("ready")
-	var next atomic.Int64
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			for {
-				n := int(next.Add(1) - 1)
-				res, err := s.Commit(context.Background(), tierCrashBatch(round, n))
-				if err != nil || res.Rejected() != 0 {
-					fmt.Printf("error batch %d: %v %+v\n", n, err, res)
-					os.Exit(4)
-				}
-				mu.Lock()
-				fmt.Printf("ack %d\n", n)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	testkit.Ready()
+	testkit.Acknowledge(2, 0, func(n int) error {
+		res, err := s.Commit(context.Background(), tierCrashBatch(round, n))
+		if err == nil && res.Rejected() != 0 {
+			err = fmt.Errorf("%+v", res)
+		}
+		return err
+	})
 }
 
 // checkTierFiles checks the file rules for both kinds (checkFiles does
@@ -135,7 +123,7 @@ func checkTierFiles(t *testing.T, dir string) (typed, merged int) {
 		return nil
 	})
 	for ref, starts := range perRef {
-		sortInt64(starts)
+		slices.Sort(starts)
 		seen := map[int64]bool{}
 		for i, st := range starts {
 			p := histFilePath(dir, ref, st)
@@ -177,22 +165,11 @@ func checkTierFiles(t *testing.T, dir string) (typed, merged int) {
 	return typed, merged
 }
 
-func sortInt64(s []int64) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
-
 func TestCrashKill9Tiers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test is slow")
 	}
-	rounds := 20
-	if v := os.Getenv("ACTASTORE_CRASH_ROUNDS"); v != "" {
-		rounds, _ = strconv.Atoi(v)
-	}
+	rounds := crashRounds("ACTASTORE_CRASH_ROUNDS", 20)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(16, 16))
 	var prevF map[string]map[int64]uint64
