@@ -2,25 +2,22 @@ package actastore
 
 import (
 	"errors"
-	"fmt"
-	"math"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/rotation"
 )
 
-// Compaction rewrites sealed files of every kind into large sorted blocks:
-// decoded by the kind's codec, sorted, deduplicated (the first stored
-// wins, what Select returns), re-encoded by the codec for a sealed file,
-// and swapped in by rotation.Rewrite (temp file, fsync, full validation,
-// rename, directory fsync). Only sealed files are rewritten: no flush
-// writes them, and retention (which may delete them) runs in the same
-// maintenance pass. Readers need no lock: the rename swaps whole files,
-// each with the same samples.
+// Compaction rewrites sealed files of every kind into large sorted blocks
+// in the kind's sealed representation (sealed.go: decoded by the kind's
+// codec, sorted, deduplicated, re-encoded, written to a temporary file,
+// fsynced, fully validated, and renamed over the file under the series'
+// flush lock if the file did not change meanwhile). A file written by
+// compaction or a merge (the kind's final schema) is left alone. Only
+// sealed files are rewritten: no flush writes them, and retention (which
+// may delete them) runs in the same maintenance pass. Readers need no
+// lock: the rename swaps whole files, each with the same samples.
 
 // maintainer is the state of background maintenance.
 type maintainer struct {
@@ -51,12 +48,17 @@ func (m *maintainer) forget(path string) {
 	m.cmu.Unlock()
 }
 
-// compactJob is one sealed file to compact.
+// minNewestRows: the newest file is first rewritten once flushes appended
+// this many rows to it (about an hour of a 15 s series).
+const minNewestRows = 256
+
+// compactJob is one sealed file to compact, or a newest one.
 type compactJob struct {
-	kind  kindID
-	ms    *memSeries
-	start int64
-	path  string
+	kind   kindID
+	ms     *memSeries
+	start  int64
+	path   string
+	newest bool
 }
 
 // compactSealed rewrites every sealed file not known compact, one at a
@@ -82,17 +84,14 @@ func (s *Store) compactSealed(res *MaintenanceResult) {
 		var err error
 		switch j.kind {
 		case kindHistogram:
-			r, err = compactFile(histograms, j.path, opts)
+			r, err = rewriteSealed(s, histograms, j.ms, []int64{j.start}, j.newest, opts)
 		default:
-			r, err = compactFile(floats, j.path, opts)
+			r, err = rewriteSealed(s, floats, j.ms, []int64{j.start}, j.newest, opts)
 		}
 		s.rm.PendingCompaction.Set(float64(len(jobs) - i - 1))
-		if err == nil && !r.Skipped {
-			s.readers.invalidate(j.path) // the rename replaced it
-		}
 		switch {
-		case errors.Is(err, os.ErrNotExist):
-			continue
+		case errors.Is(err, os.ErrNotExist), errors.Is(err, errStale):
+			continue // deleted or rewritten meanwhile: the next pass looks again
 		case err != nil:
 			res.Errors++
 			s.rm.Compactions.WithLabelValues("error").Inc()
@@ -101,6 +100,9 @@ func (s *Store) compactSealed(res *MaintenanceResult) {
 			continue
 		}
 		s.maint.mark(j.path)
+		if j.newest && r.Skipped {
+			noteNewestRows(j.kind, j.ms, j.start, r.RowsIn) // final already: what it holds is known now
+		}
 		if r.Skipped {
 			res.AlreadyDone++
 			s.rm.Compactions.WithLabelValues("skipped").Inc()
@@ -113,6 +115,7 @@ func (s *Store) compactSealed(res *MaintenanceResult) {
 		s.rm.CompactionSeconds.Observe(time.Since(began).Seconds())
 		s.rm.CompactedIn.Add(float64(r.AllocatedIn))
 		s.rm.CompactedOut.Add(float64(r.AllocatedOut))
+		s.rm.Written.Add(float64(r.BytesOut))
 		s.rm.DuplicatesDropped.Add(float64(r.RowsIn - r.RowsOut))
 		s.log.Debug("compacted series file", "path", j.path, "rows", r.RowsOut, "blocks_before", r.BlocksIn,
 			"blocks_after", r.BlocksOut, "bytes_before", r.AllocatedIn, "bytes_after", r.AllocatedOut)
@@ -132,48 +135,55 @@ func appendCompactJobs[S any](s *Store, k kind[S], ms *memSeries, jobs []compact
 			jobs = append(jobs, compactJob{kind: k.id(), ms: ms, start: st, path: path})
 		}
 	}
+	// The newest file, which flushes append to in small blocks (20 rows
+	// every max_head_age for a 15 s series; float64, maybe uncompressed):
+	// rewritten whenever flushes appended at least as many rows as the
+	// last rewrite left in it (and minNewestRows), so a day's file is
+	// rewritten a handful of times and its bytes stay near a sealed
+	// file's; once after Open (what it holds unknown) if its series is
+	// not buffering; and once when its series went idle (nothing buffered,
+	// its newest sample older than twice the head age: a series that
+	// stopped, or what a replay of history left).
+	// A newest file that exists only in the object store is not fetched
+	// back to be rewritten (tier.go).
+	if n := len(tr.files); n > 0 && !isBucketOnly(s, k.id(), ms.ref, tr.files[n-1]) {
+		path := filePath(s.dir, k, ms.ref, tr.files[n-1])
+		idleFor := 2 * s.opts.MaxHeadAge.Milliseconds()
+		idle := !tr.busy() && tr.fileMaxKnown && tr.fileMaxT != noTime && s.now().UnixMilli()-tr.fileMaxT >= idleFor
+		appended, base, known := tr.newestRows()
+		var due bool
+		switch {
+		case known && appended >= max(base, minNewestRows):
+			due = true
+		case !known || idle:
+			due = !tr.busy() && !s.maint.done(path)
+		}
+		if due {
+			jobs = append(jobs, compactJob{kind: k.id(), ms: ms, start: tr.files[n-1], path: path, newest: true})
+		}
+	}
 	return jobs
 }
 
-// compactFile rewrites one sealed file of kind k, unless its blocks are
-// compact already.
-func compactFile[S any](k kind[S], path string, o rotation.CompactOptions) (rotation.CompactResult, error) {
-	rows := o.BlockRows
-	if rows <= 0 {
-		rows = 65536
-	}
-	rows = min(rows, k.maxBlockRows(fileOptions{blockRows: rows}))
-	r, err := acta.Open(path)
-	if err != nil {
-		return rotation.CompactResult{}, err
-	}
-	blocks := r.Blocks()
-	if rotation.BlocksCompact(blocks, rows) {
-		r.Close()
-		return rotation.Skipped(path, blocks)
-	}
-	var all []S
-	for i := range blocks {
-		b, err := r.ReadBlock(i)
-		if err != nil {
-			r.Close()
-			return rotation.CompactResult{}, fmt.Errorf("read block %d of %s: %w", i, path, err)
+// noteNewestRows records the rows of a track's newest file compaction
+// found final, when what it held was unknown.
+func noteNewestRows(id kindID, ms *memSeries, start int64, rows int) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	switch id {
+	case kindHistogram:
+		if ms.hists != nil {
+			noteNewest(ms.hists, start, rows)
 		}
-		if all, err = k.decode(all, r.Schema(), b, math.MinInt64, math.MaxInt64); err != nil {
-			r.Close()
-			return rotation.CompactResult{}, fmt.Errorf("decode block %d of %s: %w", i, path, err)
+	default:
+		noteNewest(&ms.floats, start, rows)
+	}
+}
+
+func noteNewest[S any](tr *track[S], start int64, rows int) {
+	if n := len(tr.files); n > 0 && tr.files[n-1] == start {
+		if _, _, known := tr.newestRows(); !known {
+			tr.setNewestRows(rows)
 		}
 	}
-	r.Close()
-	slices.SortStableFunc(all, func(a, b S) int { return cmpInt64(k.ts(a), k.ts(b)) })
-	all = dedupeSorted(k, all)
-	var batches []*acta.Batch
-	for lo := 0; lo < len(all); lo += rows {
-		b, err := k.batch(all[lo:min(lo+rows, len(all))], true)
-		if err != nil {
-			return rotation.CompactResult{}, err
-		}
-		batches = append(batches, b)
-	}
-	return rotation.Rewrite(path, compactTmpPath(path), k.schema(), batches, o)
 }

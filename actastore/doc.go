@@ -77,7 +77,15 @@
 // their known smallest timestamp. A background pass (Maintain) deletes files
 // retention no longer keeps (files of every kind planned together), removes
 // series left without files from the index and the catalog (a type 4
-// record), and compacts sealed files of every kind by rewrite and rename.
+// record), merges runs of sealed files into tier files (tiermerge.go; a commit
+// marker makes a merge finish at Open after a crash, sealed.go), and
+// compacts the other sealed files of every kind, and the newest file of an
+// idle series, by rewrite and rename (compact.go). A rewritten float file
+// takes the narrowest value type that holds every value bit for bit
+// (valuetype.go: int64, decimal64, float64; exceptions in value_float64),
+// cut into blocks at outliers (blocksplit.go); flushes append to it in
+// that type. The head flushes its largest series when it outgrows an
+// eighth of MaxHeadBytes (flush.go).
 // DeleteSeries removes a range of matching series durably: WAL tombstones
 // (type 8) first, then heads and files (delete.go).
 //

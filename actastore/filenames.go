@@ -20,6 +20,9 @@ import (
 //	                              size rotation (docs/format/series.md)
 //	  series/<ab>/<ref>-<start>.acta.tmp   a compaction's new file before it is
 //	                              renamed over its original; swept at Open
+//	  series/<ab>/<ref>-<a>-<b>.merge   a tier merge's commit marker (empty): the
+//	                              files of ref starting in (a, b] are merged into
+//	                              <ref>-<a>.acta; Open finishes the merge (sealed.go)
 //	  histograms/<ab>/<ref>-<start>.acta   the native histogram files of a series,
 //	                              named and rotated like float series files
 //	                              (histfile schema, docs/format/histogram.md)
@@ -45,6 +48,7 @@ const (
 	flushStateName  = "flushstate"
 	seriesFileExt   = ".acta"
 	tmpSuffix       = ".tmp"
+	mergeMarkerExt  = ".merge"
 
 	histDirName      = "histograms"
 	exemplarFileExt  = ".exemplars.acta"
@@ -82,3 +86,36 @@ func parseSeriesFileName(name string) (ref uint64, startMs int64, ok bool) {
 // series file before renaming it over path. It ends in tmpSuffix, so Open
 // removes a leftover of a crash.
 func compactTmpPath(path string) string { return path + tmpSuffix }
+
+// mergeMarkerName names the commit marker of a merge of ref's files
+// starting at a through b into the file starting at a.
+func mergeMarkerName(ref uint64, a, b int64) string {
+	return fmt.Sprintf("%016x-%d-%d%s", ref, a, b, mergeMarkerExt)
+}
+
+// parseMergeMarkerName is mergeMarkerName's inverse.
+func parseMergeMarkerName(name string) (ref uint64, a, b int64, ok bool) {
+	base, found := strings.CutSuffix(name, mergeMarkerExt)
+	if !found || len(base) < 20 || base[16] != '-' {
+		return 0, 0, 0, false
+	}
+	ref, err := strconv.ParseUint(base[:16], 16, 64)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	rest := base[17:]
+	// a may be negative: the separator is the first '-' after its first
+	// character.
+	k := strings.IndexByte(rest[1:], '-')
+	if k < 0 {
+		return 0, 0, 0, false
+	}
+	k++
+	if a, err = strconv.ParseInt(rest[:k], 10, 64); err != nil {
+		return 0, 0, 0, false
+	}
+	if b, err = strconv.ParseInt(rest[k+1:], 10, 64); err != nil || b <= a {
+		return 0, 0, 0, false
+	}
+	return ref, a, b, true
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,8 +15,9 @@ import (
 
 // The flusher moves heads into series files: a series is flushed when a
 // head of one of its kinds reaches its block size (Append queues it) or its
-// oldest sample is older than the kind's head age (the periodic scan), and
-// every series at Close. After flushes the WAL is truncated below what the
+// oldest sample is older than the kind's head age (the periodic scan), the
+// largest heads when the whole head grows past a share of its memory
+// budget (flushLargest), and every series at Close. After flushes the WAL is truncated below what the
 // files now hold durably.
 
 // flushStripes is the number of flush locks. A series' flush lock
@@ -43,6 +45,7 @@ func (s *Store) flushLoop() {
 			}
 		case <-tick.C:
 			s.flushDue()
+			s.flushLargest()
 			if err := s.maybeTruncateWAL(); err != nil {
 				s.log.Error("truncate WAL", "err", err)
 			}
@@ -114,6 +117,76 @@ func (s *Store) flushDue() {
 			}
 		}
 	}
+}
+
+// headFlushShare: once the head holds more than 1/headFlushShare of
+// Options.MaxHeadBytes (defaultHeadFlushBytes without a bound), the
+// largest heads are flushed until it holds half of that. A replay of
+// history at wire speed (a backfill, a Prometheus catching up) never
+// reaches BlockRows or MaxHeadAge per series and would otherwise hold
+// everything it sent in memory until the age ran out.
+const (
+	headFlushShare        = 16
+	defaultHeadFlushBytes = 64 << 20
+)
+
+// headFlushBytes is the head size above which flushLargest flushes.
+func (s *Store) headFlushBytes() int64 {
+	if s.opts.MaxHeadBytes > 0 {
+		return s.opts.MaxHeadBytes / headFlushShare
+	}
+	return defaultHeadFlushBytes
+}
+
+// flushLargest flushes the series with the largest heads while the head
+// holds more than headFlushBytes, down to half of it.
+func (s *Store) flushLargest() {
+	limit := s.headFlushBytes()
+	if s.hd.bytes.Load() <= limit {
+		return
+	}
+	type cand struct {
+		ms    *memSeries
+		bytes int64
+	}
+	var cs []cand
+	for _, ms := range s.reg.live() {
+		ms.mu.Lock()
+		b := trackHeadBytes(floats, &ms.floats)
+		if ms.hists != nil {
+			b += trackHeadBytes(histograms, ms.hists)
+		}
+		ms.mu.Unlock()
+		if b > 0 {
+			cs = append(cs, cand{ms, b})
+		}
+	}
+	slices.SortFunc(cs, func(a, b cand) int { return cmpInt64(b.bytes, a.bytes) })
+	n := 0
+	for _, c := range cs {
+		if s.hd.bytes.Load() <= limit/2 {
+			break
+		}
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		if err := s.flushSeries(c.ms); err != nil {
+			s.log.Error("flush series", "err", err)
+		}
+		n++
+	}
+	s.m.sizeFlushes.Add(float64(n))
+}
+
+// trackHeadBytes is what a track's head costs (mu held).
+func trackHeadBytes[S any](k kind[S], tr *track[S]) int64 {
+	var b int64
+	for _, smp := range tr.head {
+		b += k.size(smp)
+	}
+	return b
 }
 
 // flushSeries writes every head of the series into its files, and its new

@@ -59,6 +59,18 @@ type kind[S any] interface {
 	// block goes to a sealed file being compacted: the kind may then pick
 	// a different (still bit-exact) representation.
 	batch(ss []S, sealed bool) (*acta.Batch, error)
+	// sealedBatches turns the sorted, deduplicated samples of a sealed
+	// file into its blocks, at most rows rows each, all of one schema: the
+	// kind may choose a representation from every value of the file (the
+	// float kind's value type, valuetype.go), always bit-exact.
+	sealedBatches(ss []S, rows int) ([]*acta.Batch, error)
+	// adapt converts a flush's batch (the kind's flush schema) to the
+	// schema of the file it is appended to, which compaction may have
+	// rewritten (errNotRepresentable: it cannot hold some value).
+	adapt(b *acta.Batch, file *acta.Schema) (*acta.Batch, error)
+	// final reports whether a file of schema s was written by compaction
+	// or a tier merge (sealedBatches): compaction leaves it alone.
+	final(s *acta.Schema) bool
 	// decode appends the samples of one decoded block that fall in
 	// [mint, maxt] to dst, in stored order.
 	decode(dst []S, s *acta.Schema, b *acta.Batch, mint, maxt int64) ([]S, error)

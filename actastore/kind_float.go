@@ -140,6 +140,19 @@ func (floatKind) batch(ss []Sample, sealed bool) (*acta.Batch, error) {
 	}}, nil
 }
 
+// sealedBatches: the value type is chosen over the whole file
+// (valuetype.go).
+func (floatKind) sealedBatches(ss []Sample, rows int) ([]*acta.Batch, error) {
+	return sealedFloatBatches(ss, rows)
+}
+
+func (floatKind) adapt(b *acta.Batch, fs *acta.Schema) (*acta.Batch, error) {
+	return adaptFloatBatch(b, fs)
+}
+
+// final: a file compaction or a merge wrote.
+func (floatKind) final(s *acta.Schema) bool { return s.ID == sealedSchemaID }
+
 func (floatKind) decode(dst []Sample, s *acta.Schema, b *acta.Batch, mint, maxt int64) ([]Sample, error) {
 	ti, vi := s.Index(colTimestamp), s.Index(colValue)
 	if ti < 0 || vi < 0 {
@@ -149,7 +162,11 @@ func (floatKind) decode(dst []Sample, s *acta.Schema, b *acta.Batch, mint, maxt 
 	if !ok {
 		return dst, fmt.Errorf("timestamp column is %T", b.Columns[ti])
 	}
-	vs, err := valuesAsFloat64(s.Columns[vi].Type, b.Columns[vi])
+	var exc acta.Array
+	if ei := s.Index(colValueExc); ei >= 0 {
+		exc = b.Columns[ei]
+	}
+	vs, err := valuesAsFloat64(s.Columns[vi].Type, b.Columns[vi], exc)
 	if err != nil {
 		return dst, err
 	}
@@ -172,30 +189,4 @@ func (floatKind) decode(dst []Sample, s *acta.Schema, b *acta.Batch, mint, maxt 
 		}
 	}
 	return dst, nil
-}
-
-// valuesAsFloat64 converts a decoded value column to float64, bit-exactly
-// for float64 and for integers within ±2^53.
-func valuesAsFloat64(t acta.Type, arr acta.Array) ([]float64, error) {
-	switch a := arr.(type) {
-	case *acta.FixedArray[float64]:
-		return a.Values, nil
-	case *acta.FixedArray[int64]:
-		out := make([]float64, len(a.Values))
-		switch t.ID {
-		case acta.TypeInt64:
-			for i, v := range a.Values {
-				out[i] = float64(v)
-			}
-		case acta.TypeDecimal64:
-			scale := math.Pow10(int(t.Scale))
-			for i, v := range a.Values {
-				out[i] = float64(v) / scale
-			}
-		default:
-			return nil, fmt.Errorf("value column type %s not readable as float64", t)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("value column type %s (%T) not readable as float64", t, arr)
 }

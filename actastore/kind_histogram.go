@@ -121,6 +121,23 @@ func (histKind) batch(ss []HistogramSample, sealed bool) (*acta.Batch, error) {
 	return histfile.Batch(ss), nil
 }
 
+// sealedBatches: histfile's columns under its sealed schema ID, one block
+// per batch (bucket columns refer to the block's previous row).
+func (histKind) sealedBatches(ss []HistogramSample, rows int) ([]*acta.Batch, error) {
+	var out []*acta.Batch
+	for lo := 0; lo < len(ss); lo += rows {
+		b := histfile.Batch(ss[lo:min(lo+rows, len(ss))])
+		b.Schema = histfile.SealedSchema()
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// adapt: a compacted histogram file has the flush columns.
+func (histKind) adapt(b *acta.Batch, fs *acta.Schema) (*acta.Batch, error) { return b, nil }
+
+func (histKind) final(s *acta.Schema) bool { return s.ID == histfile.SealedSchemaID }
+
 func (histKind) decode(dst []HistogramSample, _ *acta.Schema, b *acta.Batch, mint, maxt int64) ([]HistogramSample, error) {
 	base := len(dst)
 	dst, err := histfile.Decode(dst, b)

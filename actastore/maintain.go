@@ -14,7 +14,8 @@ import (
 )
 
 // Maintenance is the store's background work on sealed files: retention
-// first (no point compacting what is about to go), then compaction. One
+// first (no point compacting what is about to go), then tier merges, then
+// compaction of the sealed files no merge rewrote. One
 // pass runs at a time, in one goroutine, one file at a time, paced by
 // Compaction.BytesPerSec, so ingestion keeps the disk and the CPU.
 
@@ -24,6 +25,8 @@ type MaintenanceResult struct {
 	BytesDeleted  int64 // allocated
 	SeriesRemoved int
 	Compacted     int   // files rewritten
+	Merged        int   // tier merges done
+	MergedFiles   int   // sealed files they replaced
 	AlreadyDone   int   // sealed files found compact
 	BytesBefore   int64 // allocated, of the files rewritten
 	BytesAfter    int64
@@ -62,12 +65,14 @@ func (s *Store) maintain() (MaintenanceResult, error) {
 	began := time.Now()
 	err := s.applyRetention(&res)
 	if !s.opts.Compaction.Disabled {
+		s.mergeSealed(&res) // tiermerge.go
 		s.compactSealed(&res)
 	}
 	s.rm.LastRun.Set(float64(time.Now().UnixNano()) / 1e9)
-	if res.FilesDeleted > 0 || res.Compacted > 0 || res.Errors > 0 || err != nil {
+	if res.FilesDeleted > 0 || res.Compacted > 0 || res.Merged > 0 || res.Errors > 0 || err != nil {
 		s.log.Info("maintenance pass", "files_deleted", res.FilesDeleted, "bytes_deleted", res.BytesDeleted,
-			"series_removed", res.SeriesRemoved, "compacted", res.Compacted, "bytes_before", res.BytesBefore,
+			"series_removed", res.SeriesRemoved, "compacted", res.Compacted, "merged", res.Merged,
+			"merged_files", res.MergedFiles, "bytes_before", res.BytesBefore,
 			"bytes_after", res.BytesAfter, "errors", res.Errors, "took", time.Since(began))
 	}
 	return res, err

@@ -19,6 +19,8 @@ type metrics struct {
 	flushDuration   prometheus.Histogram
 	flushedSamples  prometheus.Counter
 	flushErrors     prometheus.Counter
+	sizeFlushes     prometheus.Counter
+	flushedBytes    prometheus.Counter
 	appended        prometheus.Counter
 	histAppended    prometheus.Counter
 	headBytes       prometheus.GaugeFunc
@@ -70,6 +72,12 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 		}),
 		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_flush_errors_total", Help: "Failed series flushes (retried later; the WAL keeps the data).",
+		}),
+		flushedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_flushed_bytes_total", Help: "Bytes flushes appended to series files (write amplification: this plus acta_rotation_compaction_written_bytes_total, over what the files hold).",
+		}),
+		sizeFlushes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_head_size_flushes_total", Help: "Series flushed because the whole head outgrew a sixteenth of storage.max_head_bytes (largest heads first).",
 		}),
 		appended: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_samples_appended_total", Help: "Float samples accepted and made durable.",
@@ -125,7 +133,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.walFsync, m.walBytes, m.headSeries, m.headSamples, m.series,
-			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
+			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.sizeFlushes, m.flushedBytes, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
 			m.rejected, m.walTruncations, m.replayedSamples, m.walErrors, m.headOldest, m.openReaders, m.readerHits, m.readerMisses,
 			m.fsFree, m.fsSize} {
 			if err := reg.Register(c); err != nil {

@@ -113,4 +113,11 @@ type CompactionOptions struct {
 	BlockRows   int   // rows per rewritten block; default 65536
 	ZstdLevel   int   // Zstandard level of rewritten blocks; default 3
 	BytesPerSec int64 // pacing of reads plus writes; 0: unlimited
+	// Tiers merge runs of sealed files into one file per tier window
+	// (rotation.Tiers: the server's default is 7d then 28d), each merge
+	// bounded by Rotation.MaxFileBytes. A tier longer than half of
+	// Retention.MaxAge is not used: a merged file is deleted only once its
+	// newest sample expires, so its oldest outlives max_age by up to the
+	// tier's length. Empty: no merges.
+	Tiers rotation.Tiers
 }

@@ -601,7 +601,11 @@ func listFiles(root, kindDir string, ref uint64) ([]SeriesFile, error) {
 		return nil, err
 	}
 	var out []SeriesFile
+	away := mergedAway(ents)
 	for _, e := range ents {
+		if away[e.Name()] {
+			continue
+		}
 		if fref, start, ok := parseSeriesFileName(e.Name()); ok && fref == ref {
 			out = append(out, SeriesFile{Path: filepath.Join(sdir, e.Name()), Start: start})
 		}
@@ -638,7 +642,11 @@ func listFilesOf(root, kindDir string, refs []uint64) (map[uint64][]SeriesFile, 
 		if err != nil {
 			return nil, err
 		}
+		away := mergedAway(ents)
 		for _, e := range ents {
+			if away[e.Name()] {
+				continue
+			}
 			if ref, start, ok := parseSeriesFileName(e.Name()); ok && want[ref] {
 				out[ref] = append(out[ref], SeriesFile{Path: filepath.Join(sdir, e.Name()), Start: start})
 			}

@@ -27,8 +27,9 @@ type scannedFiles struct {
 	exemplars []uint64 // refs with an exemplar file
 }
 
-// scanFiles lists the series files of every kind, removes leftover
-// temporary files, and renames pre-rotation histogram files
+// scanFiles lists the series files of every kind, finishes tier merges a
+// crash interrupted after their commit, removes leftover temporary files,
+// and renames pre-rotation histogram files
 // (histograms/<ab>/<ref>.acta) to <ref>-<first sample>.acta.
 func (s *Store) scanFiles() (*scannedFiles, error) {
 	sf := &scannedFiles{}
@@ -55,6 +56,15 @@ func (s *Store) scanFiles() (*scannedFiles, error) {
 			ents, err := os.ReadDir(sdir)
 			if err != nil {
 				return nil, fmt.Errorf("list %s: %w", sdir, err)
+			}
+			// Committed tier merges first: their temporary file is the
+			// merged one, not a leftover (tiermerge.go).
+			if found, err := s.finishMerges(sdir, ents); err != nil {
+				return nil, err
+			} else if found {
+				if ents, err = os.ReadDir(sdir); err != nil {
+					return nil, fmt.Errorf("list %s: %w", sdir, err)
+				}
 			}
 			renamed := false
 			for _, e := range ents {

@@ -1,9 +1,13 @@
 package actastore
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 
+	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/rotation"
 )
 
@@ -87,11 +91,21 @@ func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S) (written 
 
 // writeBlocks appends sorted smps to the file at path (created when create)
 // as blocks of at most the kind's block rows. Called with the series' flush
-// lock held.
+// lock held. A newest file that compaction rewrote (its value type chosen
+// from what it held) gets the samples in its type; when one does not fit,
+// the file is rewritten with all it holds and the rest of smps.
 func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start int64, create bool, smps []S) error {
+	rest, err := appendBlocks(s, k, ms, path, start, create, smps)
+	if !errors.Is(err, errNotRepresentable) {
+		return err
+	}
+	return rewriteWith(s, k, ms, path, rest)
+}
+
+func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start int64, create bool, smps []S) ([]S, error) {
 	e, err := s.writers.acquire(fileKey{ref: ms.ref, kind: k.id()}, path, create, k.schema(), k.writerOptions(s.fo))
 	if err != nil {
-		return err
+		return smps, err
 	}
 	defer s.writers.release(e)
 	if create {
@@ -99,6 +113,7 @@ func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start i
 		ms.mu.Lock()
 		tr := k.track(ms, false)
 		tr.files = append(tr.files, start)
+		tr.setNewestRows(0)
 		ms.mu.Unlock()
 	}
 	rows := k.maxBlockRows(s.fo)
@@ -108,19 +123,86 @@ func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start i
 	for len(smps) > 0 {
 		n := min(len(smps), rows)
 		b, err := k.batch(smps[:n], false)
-		if err != nil {
-			return err
+		if err == nil {
+			b, err = k.adapt(b, e.w.Schema())
 		}
+		if errors.Is(err, errNotRepresentable) {
+			e.broken = true // closed on release: the file is rewritten
+			return smps, err
+		}
+		if err != nil {
+			return smps, err
+		}
+		size := e.w.Size()
 		err = e.appendBlock(b)
+		s.m.flushedBytes.Add(float64(e.w.Size() - size))
 		// Before the samples leave the flushing buffer (readerCache doc).
 		s.readers.invalidate(path)
 		if err != nil {
 			e.broken = true
-			return err
+			return smps, err
 		}
 		e.dirty = true
 		smps = smps[n:]
+		ms.mu.Lock()
+		if tr := k.track(ms, false); tr != nil {
+			tr.addNewestRows(n)
+		}
+		ms.mu.Unlock()
 	}
+	return nil, nil
+}
+
+// rewriteWith rewrites the file at path (a track's newest, its writer
+// closed) with what it holds and smps, in a layout chosen over all of
+// them: what a flush does when its samples do not fit the value type a
+// compaction gave the file. The series' flush lock is held.
+func rewriteWith[S any](s *Store, k kind[S], ms *memSeries, path string, smps []S) error {
+	s.writers.forget(fileKey{ref: ms.ref, kind: k.id()}, path)
+	r, err := acta.Open(path)
+	if err != nil {
+		return err
+	}
+	var all []S
+	for i := range r.Blocks() {
+		b, err := r.ReadBlock(i)
+		if err == nil {
+			all, err = k.decode(all, r.Schema(), b, math.MinInt64, math.MaxInt64)
+		}
+		if err != nil {
+			r.Close()
+			return fmt.Errorf("block %d of %s: %w", i, path, err)
+		}
+	}
+	r.Close()
+	all = append(all, smps...) // the file's first: the first stored wins
+	slices.SortStableFunc(all, func(a, b S) int { return cmpInt64(k.ts(a), k.ts(b)) })
+	all = dedupeSorted(k, all)
+	co := s.opts.Compaction
+	rows := co.BlockRows
+	if rows <= 0 {
+		rows = 65536
+	}
+	batches, err := k.sealedBatches(all, min(rows, k.maxBlockRows(fileOptions{blockRows: rows})))
+	if err != nil {
+		return err
+	}
+	tmp := compactTmpPath(path)
+	res, err := rotation.WriteTemp([]string{path}, tmp, k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel})
+	if err != nil {
+		return err
+	}
+	if err := rotation.Install(tmp, path, &res); err != nil {
+		return err
+	}
+	s.readers.invalidate(path)
+	ms.mu.Lock()
+	if tr := k.track(ms, false); tr != nil {
+		tr.setNewestRows(len(all))
+	}
+	ms.mu.Unlock()
+	s.rm.Written.Add(float64(res.BytesOut))
+	s.log.Debug("newest series file rewritten for a value its type did not hold", "kind", k.name(), "path", path, "rows", res.RowsOut)
 	return nil
 }
 

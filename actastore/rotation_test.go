@@ -248,16 +248,18 @@ func TestStoreCompactsSealedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Compacted != 2 || res.Errors != 0 || res.BytesAfter >= res.BytesBefore {
+	// Both sealed files, and both newest ones: flushes appended 960 rows
+	// to each, past minNewestRows.
+	if res.Compacted != 4 || res.Errors != 0 || res.BytesAfter >= res.BytesBefore {
 		t.Fatalf("maintenance %+v", res)
 	}
-	t.Logf("one day of a 15 s counter, 20-row flushes: %.2f -> %.2f allocated bytes/sample",
-		float64(res.BytesBefore)/2/5760, float64(res.BytesAfter)/2/5760)
+	t.Logf("one day of a 15 s counter, 20-row flushes, and 4 hours of the next: %.2f -> %.2f allocated bytes/sample",
+		float64(res.BytesBefore)/2/(5760+960), float64(res.BytesAfter)/2/(5760+960))
 	if ok, err := rotation.IsCompact(sealed, 65536); err != nil || !ok {
 		t.Errorf("sealed file not compact: %v %v", ok, err)
 	}
-	if na, _ := os.Stat(newest); na.Size() != nb.Size() || !na.ModTime().Equal(nb.ModTime()) {
-		t.Error("the newest file was touched")
+	if na, _ := os.Stat(newest); na.Size() >= nb.Size() {
+		t.Errorf("the newest file was not rewritten smaller: %d -> %d bytes", nb.Size(), na.Size())
 	}
 	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), before)
 	validateAll(t, dir)

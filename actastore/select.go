@@ -153,20 +153,44 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 // one per timestamp (the one stored first wins: file blocks in file order,
 // then the flushing buffer, then the head). The head is copied before the
 // files are read: a flush running meanwhile moves samples from head to
-// file, so they are seen at least once (twice at worst, and merged).
+// file, so they are seen at least once (twice at worst, and merged). A
+// file that disappears between the listing and its read was deleted by
+// retention (expired) or replaced by a tier merge (its samples are now in
+// an earlier file, maybe read before the merge): when the track's files
+// changed meanwhile, the read starts again from a fresh listing.
 //
 // st (nil: not counted) counts what is read from the object store; with
 // st.localOnly, files that exist only there are skipped.
 func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) ([]S, error) {
+	const attempts = 5
+	for i := 1; ; i++ {
+		out, listed, missing, err := readTrackOnce(s, k, ms, mint, maxt, st)
+		if err != nil || !missing || i == attempts {
+			return out, err
+		}
+		ms.mu.Lock()
+		tr := k.track(ms, false)
+		same := tr != nil && slices.Equal(tr.files, listed)
+		ms.mu.Unlock()
+		if same {
+			return out, nil // retention is deleting it: expired data
+		}
+	}
+}
+
+// readTrackOnce is one attempt of readTrack; it also returns the track's
+// files it listed and whether a listed file was missing.
+func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) (out []S, listed []int64, missing bool, err error) {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
 	if tr == nil {
 		ms.mu.Unlock()
-		return nil, nil
+		return nil, nil, false, nil
 	}
 	flushing := inRange(k, nil, tr.flushingBuf(), mint, maxt)
 	head := inRange(k, nil, tr.head, mint, maxt)
 	files := filesInRange(tr, mint, maxt)
+	listed = slices.Clone(tr.files)
 	ms.mu.Unlock()
 
 	var runs [][]S
@@ -182,16 +206,19 @@ func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *
 			return nil
 		})
 		if errors.Is(err, os.ErrNotExist) {
-			continue // retention deleted it after the listing: expired data
+			missing = true
+			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
+			return nil, listed, false, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
 		}
 		// Cache the lower bound of sealed files only: the newest file may
 		// take an older sample between this read and the store.
 		if ok && !f.minKnown && f.sealed {
 			ms.mu.Lock()
-			noteFileMin(tr, f.start, lo)
+			if slices.Contains(tr.files, f.start) {
+				noteFileMin(tr, f.start, lo)
+			}
 			ms.mu.Unlock()
 		}
 	}
@@ -201,7 +228,7 @@ func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *
 	if len(head) > 0 {
 		runs = append(runs, head)
 	}
-	return mergeRuns(k, runs), nil
+	return mergeRuns(k, runs), listed, missing, nil
 }
 
 // mergeRuns merges sorted runs into one sorted run, keeping the first

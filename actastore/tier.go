@@ -333,6 +333,12 @@ func (t *tier) bucketOnly(k kindID, ref uint64, start int64) (bucket.File, bool)
 	return f.File, true
 }
 
+// isBucketOnly reports whether a file exists only in the object store.
+func isBucketOnly(s *Store, k kindID, ref uint64, start int64) bool {
+	_, only := s.tier.bucketOnly(k, ref, start)
+	return only
+}
+
 // openRemote opens a series file that exists only in the bucket (the
 // reader cache calls it when the local file is missing); ok is false for a
 // file the bucket does not hold either.

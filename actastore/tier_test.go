@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -558,4 +559,59 @@ func TestTierReadOnlyView(t *testing.T) {
 	if !equalBits(all, w[l.String()]) {
 		t.Fatalf("with the bucket: %d samples, want %d", len(all), len(w[l.String()]))
 	}
+}
+
+// Tier merges take local files only: runs holding a file whose local copy
+// went after its upload are left as they are (not fetched back, merged and
+// uploaded again), runs of local files merge, and every sample reads back
+// bit for bit from both.
+func TestTierMergesLocalFilesOnly(t *testing.T) {
+	srv := s3test.Shared(t, "tier-merge")
+	clk := &fakeClock{}
+	dir := t.TempDir()
+	s := openT(t, dir, tierTestOptions(t, clk, srv, "tier-merge", "w1", nil))
+	w, cases := tierIngest(t, s, clk)
+	clk.Set(day0 + 4*hour + 30*60000)
+	if _, err := s.Maintain(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.TierCycle(); err != nil || res.Uploaded == 0 || res.LocalDeleted != res.Uploaded {
+		t.Fatalf("cycle %+v, %v; want the sealed files uploaded and deleted locally", res, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o := tierTestOptions(t, clk, srv, "tier-merge", "w1", nil)
+	o.Compaction.Tiers = rotation.Tiers{2 * time.Hour, 4 * time.Hour}
+	s = openT(t, dir, o)
+	defer s.Close()
+	var lsets []labels.Labels
+	for i := 0; i < 20; i++ {
+		lsets = append(lsets, seriesLabels(i))
+	}
+	w2 := ingest(t, s, clk, lsets, day0+4*hour, day0+8*hour, 60, func(i int, ts int64) float64 { return float64(ts/1000 + int64(i)) })
+	for k, v := range w2 {
+		w[k] = append(w[k], v...)
+	}
+	clk.Set(day0 + 8*hour + 30*60000)
+	res, err := s.Maintain()
+	if err != nil || res.Errors != 0 {
+		t.Fatalf("maintenance %+v, %v", res, err)
+	}
+	// Per float series: 04:00 and 05:00 merge; 00:00-02:00 exist only in
+	// the bucket, so neither [00, 02), [02, 04) nor [00, 04) merges; 06:00
+	// waits for 07:00, the newest.
+	if res.Merged != 20 || res.MergedFiles != 40 {
+		t.Fatalf("%d merges of %d files; want 20 of 40", res.Merged, res.MergedFiles)
+	}
+	ms := seriesOf(s, seriesLabels(3))
+	ms.mu.Lock()
+	got := slices.Clone(ms.floats.files)
+	ms.mu.Unlock()
+	if exp := []int64{day0, day0 + hour, day0 + 2*hour, day0 + 3*hour, day0 + 4*hour, day0 + 6*hour, day0 + 7*hour}; !slices.Equal(got, exp) {
+		t.Fatalf("files %v, want %v", got, exp)
+	}
+	floatsOnly := labels.MustNewMatcher(labels.MatchRegexp, "job", "j[0-9]")
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64, floatsOnly), w)
+	checkHistogramSamples(t, "after merges", s, cases)
 }

@@ -1,6 +1,7 @@
 package actastore
 
 import (
+	"math"
 	"slices"
 )
 
@@ -55,6 +56,13 @@ type trackCold[S any] struct {
 	// learn its lower bound (it may hold out-of-order samples older than
 	// its start). Shorter than files when the tail is unknown.
 	mins []int64
+
+	// Rewrites of the newest file (compact.go): rows flushes appended to
+	// it since compaction last rewrote it, and the rows it held then;
+	// newestKnown is false while what it holds is unknown (files found at
+	// Open).
+	newestAppended, newestBase int32
+	newestKnown                bool
 }
 
 func (tr *track[S]) coldState() *trackCold[S] {
@@ -90,6 +98,30 @@ func (tr *track[S]) clearLast() {
 	if tr.cold != nil {
 		var zero S
 		tr.cold.last, tr.cold.hasLast = zero, false
+	}
+}
+
+// newestRows returns the rows flushes appended to the newest file since
+// its last rewrite and the rows that rewrite left; known is false while
+// they are unknown (a track whose files were found at Open).
+func (tr *track[S]) newestRows() (appended, base int32, known bool) {
+	if tr.cold == nil {
+		return 0, 0, false
+	}
+	return tr.cold.newestAppended, tr.cold.newestBase, tr.cold.newestKnown
+}
+
+// setNewestRows records that the newest file holds rows rows, all of them
+// written by a rewrite (0 for a file just created).
+func (tr *track[S]) setNewestRows(rows int) {
+	c := tr.coldState()
+	c.newestAppended, c.newestBase, c.newestKnown = 0, int32(min(rows, math.MaxInt32)), true
+}
+
+// addNewestRows counts n rows a flush appended to the newest file.
+func (tr *track[S]) addNewestRows(n int) {
+	if c := tr.cold; c != nil {
+		c.newestAppended = int32(min(int64(c.newestAppended)+int64(n), math.MaxInt32))
 	}
 }
 

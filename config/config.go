@@ -201,4 +201,7 @@ type CompactionConfig struct {
 	BlockRows         int      `yaml:"block_rows"`
 	ZstdLevel         int      `yaml:"zstd_level"`
 	MaxBytesPerSecond ByteSize `yaml:"max_bytes_per_second"` // 0: unpaced
+	// Tiers merge runs of sealed files into one file per UTC-aligned
+	// window of each tier (rotation.Tiers); empty: no merges.
+	Tiers []Period `yaml:"tiers"`
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +12,10 @@ func TestRotationDefaults(t *testing.T) {
 	r := Default().Rotation
 	want := RotationConfig{
 		Period: Period(24 * time.Hour), MaxFileSize: 64 << 20, Interval: time.Minute,
-		Compaction: CompactionConfig{Enabled: true, BlockRows: 65536, ZstdLevel: 3, MaxBytesPerSecond: 16 << 20},
+		Compaction: CompactionConfig{Enabled: true, BlockRows: 65536, ZstdLevel: 9, MaxBytesPerSecond: 16 << 20,
+			Tiers: []Period{Period(7 * 24 * time.Hour), Period(28 * 24 * time.Hour)}},
 	}
-	if r != want {
+	if !reflect.DeepEqual(r, want) {
 		t.Errorf("rotation defaults %+v, want %+v", r, want)
 	}
 	if c := Default().Storage.FlushCodec; c != "auto" {
@@ -29,7 +31,8 @@ func TestRotationLoad(t *testing.T) {
 	r := c.Rotation
 	if r.Period != Period(2*time.Hour) || r.MaxFileSize != 0 || r.Retention.MaxAge != Period(15*24*time.Hour) ||
 		r.Retention.MaxSize != 10<<30 || r.Compaction.Enabled || r.Compaction.ZstdLevel != 9 ||
-		r.Compaction.BlockRows != 65536 || r.Interval != time.Minute {
+		r.Compaction.BlockRows != 65536 || r.Interval != time.Minute ||
+		!reflect.DeepEqual(r.Compaction.Tiers, []Period{Period(12 * time.Hour), Period(7 * 24 * time.Hour)}) {
 		t.Errorf("overrides not applied: %+v", r)
 	}
 }
@@ -53,6 +56,20 @@ func TestRotationBad(t *testing.T) {
 	f("bad_rotation_sizes.yaml", "rotation.max_file_size:", "must be 0 or between 64KiB and 4GiB, got 1KiB")
 	f("bad_rotation_sizes.yaml", "rotation.retention.max_size:", "must be 0 (unlimited) or at least 1MiB, got 10KiB")
 	f("bad_flush_codec.yaml", "storage.flush_codec:", `got "lz4"`)
+	f("bad_tiers_period.yaml", "rotation.compaction.tiers:", "tier 0 (36h0m0s) must be a multiple of rotation.period (1d) above it")
+	f("bad_tiers_order.yaml", "rotation.compaction.tiers:", "tier 1 (10d) must be a multiple of tier 0 (7d) above it")
+	f("bad_tiers_syntax.yaml", "rotation.compaction.tiers:", `invalid duration "week"`)
+}
+
+// An empty list turns merging off.
+func TestRotationNoTiers(t *testing.T) {
+	c, err := Parse([]byte("rotation:\n  compaction:\n    tiers: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rotation.Compaction.Tiers) != 0 {
+		t.Errorf("tiers %v", c.Rotation.Compaction.Tiers)
+	}
 }
 
 func TestParsePeriod(t *testing.T) {

@@ -34,4 +34,31 @@ func (c *Config) validateRotation(v *validator) {
 	if b := cp.MaxBytesPerSecond; b != 0 && b < 64<<10 {
 		v.failf("rotation.compaction.max_bytes_per_second", "must be 0 (unpaced) or at least 64KiB, got %s", b)
 	}
+	v.tiers("rotation.compaction.tiers", cp.Tiers, time.Duration(r.Period))
+}
+
+// tiers checks the merge tiers: at most 4, each a multiple of the
+// rotation period (a window holds whole periods) and of the tier before
+// it (a window holds whole windows of the tier below), up to 366d.
+func (v *validator) tiers(key string, tiers []Period, period time.Duration) {
+	if len(tiers) > 4 {
+		v.failf(key, "at most 4 tiers, got %d", len(tiers))
+		return
+	}
+	prev := time.Duration(0)
+	for i, t := range tiers {
+		d := time.Duration(t)
+		switch {
+		case d < time.Hour || d > 366*day:
+			v.failf(key, "tier %d must be between 1h and 366d, got %s", i, t)
+		case period > 0 && (d <= period || d%period != 0):
+			v.failf(key, "tier %d (%s) must be a multiple of rotation.period (%s) above it", i, t, Period(period))
+		case prev > 0 && (d <= prev || d%prev != 0):
+			v.failf(key, "tier %d (%s) must be a multiple of tier %d (%s) above it", i, t, i-1, Period(prev))
+		default:
+			prev = d
+			continue
+		}
+		return
+	}
 }

@@ -12,6 +12,10 @@ import (
 // Frozen: files on disk carry them.
 const (
 	SchemaID = 2 // Acta schema ID of histogram series files (float series files are 1)
+	// SealedSchemaID is the schema ID of a histogram file rewritten by the
+	// store's compaction or a tier merge: the same columns, a different ID
+	// so that the store knows the file is final (float series files: 5).
+	SealedSchemaID = 6
 
 	ColTimestamp      = "timestamp"        // timestamp64(ms, UTC), primary
 	ColFloat          = "float"            // bool: FloatHistogram (true) or Histogram
@@ -56,9 +60,20 @@ var schema = func() *acta.Schema {
 	return s
 }()
 
+var sealedSchema = func() *acta.Schema {
+	s, err := acta.NewSchema(SealedSchemaID, columns, ColTimestamp)
+	if err != nil {
+		panic("BUG: histogram schema: " + err.Error())
+	}
+	return s
+}()
+
 // Schema returns the schema of histogram series files. Callers must not
 // modify it.
 func Schema() *acta.Schema { return schema }
+
+// SealedSchema is Schema with SealedSchemaID. Callers must not modify it.
+func SealedSchema() *acta.Schema { return sealedSchema }
 
 // binCol builds one binary column row by row.
 type binCol struct{ a acta.BytesArray }

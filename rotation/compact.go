@@ -134,30 +134,49 @@ func Skipped(path string, blocks []acta.BlockInfo) (CompactResult, error) {
 
 // Rewrite replaces the sealed Acta file at path with one holding batches,
 // each written as one block (a batch's schema may differ from schema, the
-// file's, only in the logical type of a column: the new file takes the
-// first batch's), crash-safely: the new file is written to tmp with
-// Zstandard at o.ZstdLevel, synced, fully validated, renamed over path,
-// and the directory synced. A crash at any moment leaves the old file or
-// the new one (and at worst a stray tmp, which the caller sweeps at
-// start-up). A reader with the old file open keeps reading it (the old
-// inode lives until closed); readers opening path afterwards see the new
-// file. The caller guarantees that no one appends to path meanwhile
-// (sealed: only the newest file is written), and that batches hold the
-// same samples as the old file (the rewrite does not compare them).
-// o.Limiter paces bytes read plus written.
+// file's, in its ID and column types: the new file takes the first
+// batch's), crash-safely: WriteTemp, then Install. A crash at any moment
+// leaves the old file or the new one (and at worst a stray tmp, which the
+// caller sweeps at start-up). A reader with the old file open keeps
+// reading it (the old inode lives until closed); readers opening path
+// afterwards see the new file. The caller guarantees that no one appends
+// to path meanwhile (sealed: only the newest file is written), and that
+// batches hold the same samples as the old file (the rewrite does not
+// compare them). o.Limiter paces bytes read plus written.
 func Rewrite(path, tmp string, schema *acta.Schema, batches []*acta.Batch, o CompactOptions) (CompactResult, error) {
-	var res CompactResult
-	var err error
-	res.BytesIn, res.AllocatedIn, err = sizes(path)
+	res, err := WriteTemp([]string{path}, tmp, schema, batches, o)
 	if err != nil {
-		return res, fmt.Errorf("compact %s: %w", path, err)
+		return res, err
 	}
-	if r, err := acta.Open(path); err == nil {
-		for _, b := range r.Blocks() {
-			res.RowsIn += b.Rows
-			res.BlocksIn++
+	return res, Install(tmp, path, &res)
+}
+
+// WriteTemp writes batches (one block each, the first batch's schema, or
+// schema) to tmp with Zstandard at o.ZstdLevel, fsyncs it and its
+// directory entry, and validates it fully, so that tmp can replace the
+// files at inputs. The In figures of the result are the inputs' (sizes,
+// rows, blocks); BytesOut and AllocatedOut stay 0 until Install. On error
+// tmp is removed.
+func WriteTemp(inputs []string, tmp string, schema *acta.Schema, batches []*acta.Batch, o CompactOptions) (CompactResult, error) {
+	var res CompactResult
+	what := tmp
+	if len(inputs) > 0 {
+		what = inputs[0]
+	}
+	for _, in := range inputs {
+		apparent, allocated, err := sizes(in)
+		if err != nil {
+			return res, fmt.Errorf("compact %s: %w", in, err)
 		}
-		r.Close()
+		res.BytesIn += apparent
+		res.AllocatedIn += allocated
+		if r, err := acta.Open(in); err == nil {
+			for _, b := range r.Blocks() {
+				res.RowsIn += b.Rows
+				res.BlocksIn++
+			}
+			r.Close()
+		}
 	}
 	if o.Limiter != nil {
 		o.Limiter.Take(res.BytesIn)
@@ -171,12 +190,12 @@ func Rewrite(path, tmp string, schema *acta.Schema, batches []*acta.Batch, o Com
 		RowBlockTarget: 1 << 24, // the reader limit: one block per batch, Flush cuts them
 	})
 	if err != nil {
-		return res, fmt.Errorf("compact %s: %w", path, err)
+		return res, fmt.Errorf("compact %s: %w", what, err)
 	}
 	fail := func(err error) (CompactResult, error) {
 		w.Close()
 		os.Remove(tmp)
-		return res, fmt.Errorf("compact %s: %w", path, err)
+		return res, fmt.Errorf("compact %s: %w", what, err)
 	}
 	for _, b := range batches {
 		res.RowsOut += b.Rows
@@ -190,30 +209,38 @@ func Rewrite(path, tmp string, schema *acta.Schema, batches []*acta.Batch, o Com
 	sum, err := w.Finish() // publishes, fsyncs the file and its directory entry
 	if err != nil {
 		os.Remove(tmp)
-		return res, fmt.Errorf("compact %s: %w", path, err)
+		return res, fmt.Errorf("compact %s: %w", what, err)
 	}
 	res.BlocksOut = int(sum.BlocksWritten)
 	if !o.NoVerify {
 		if err := acta.Validate(tmp, acta.ValidateFull); err != nil {
 			os.Remove(tmp)
-			return res, fmt.Errorf("compact %s: new file fails validation: %w", path, err)
+			return res, fmt.Errorf("compact %s: new file fails validation: %w", what, err)
 		}
 	}
 	if o.Limiter != nil {
 		o.Limiter.Take(sum.BytesWritten)
 	}
+	return res, nil
+}
+
+// Install renames a file WriteTemp wrote over path and syncs the
+// directory; res gets the new file's sizes. On a rename error tmp is
+// removed.
+func Install(tmp, path string, res *CompactResult) error {
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return res, fmt.Errorf("compact %s: %w", path, err)
+		return fmt.Errorf("compact %s: %w", path, err)
 	}
 	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
-		return res, fmt.Errorf("compact %s: %w", path, err)
+		return fmt.Errorf("compact %s: %w", path, err)
 	}
+	var err error
 	res.BytesOut, res.AllocatedOut, err = sizes(path)
 	if err != nil {
-		return res, fmt.Errorf("compact %s: %w", path, err)
+		return fmt.Errorf("compact %s: %w", path, err)
 	}
-	return res, nil
+	return nil
 }
 
 // column is one decoded column of the whole file.

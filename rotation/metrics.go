@@ -19,6 +19,13 @@ type Metrics struct {
 	SeriesRemoved     prometheus.Counter
 	PendingCompaction prometheus.Gauge
 	LastRun           prometheus.Gauge
+	// Merges counts tier merges by tier (0, 1, ...) and result; MergedFiles
+	// the input files they replaced.
+	Merges      *prometheus.CounterVec
+	MergedFiles prometheus.Counter
+	// Written is the apparent bytes compactions and merges wrote (write
+	// amplification: this plus what flushes wrote, over what is kept).
+	Written prometheus.Counter
 }
 
 // NewMetrics builds the metrics and registers them on reg (nil: none).
@@ -58,6 +65,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		LastRun: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "acta_rotation_last_run_timestamp_seconds", Help: "End of the last maintenance pass (retention then compaction).",
 		}),
+		Merges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acta_rotation_merges_total", Help: "Tier merges of sealed files into one, by tier (0: the first of rotation.compaction.tiers) and result (done, error, stale: the files changed meanwhile, retried next pass).",
+		}, []string{"tier", "result"}),
+		MergedFiles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_rotation_merged_files_total", Help: "Sealed files replaced by tier merges.",
+		}),
+		Written: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_rotation_compaction_written_bytes_total", Help: "Bytes (apparent) written by compactions and tier merges.",
+		}),
 	}
 	for _, r := range []string{ReasonFirst, ReasonPeriod, ReasonSize} {
 		m.FilesCreated.WithLabelValues(r)
@@ -70,7 +86,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.FilesCreated, m.Compactions, m.CompactionSeconds, m.CompactedIn,
-			m.CompactedOut, m.DuplicatesDropped, m.Deleted, m.DeletedBytes, m.SeriesRemoved, m.PendingCompaction, m.LastRun} {
+			m.CompactedOut, m.DuplicatesDropped, m.Deleted, m.DeletedBytes, m.SeriesRemoved, m.PendingCompaction, m.LastRun,
+			m.Merges, m.MergedFiles, m.Written} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register rotation metrics: %w", err)
 			}

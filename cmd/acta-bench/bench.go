@@ -26,24 +26,43 @@ type Options struct {
 	ActaWorktree bool   // build acta-remote from the working tree, not HEAD
 	Keep         bool   // keep data dirs
 	Runs         int    // repetitions of every system; the report gives medians
-	Logf         func(format string, args ...any)
+	// Settle waits after the ingest until acta-remote's maintenance has
+	// merged and compacted everything sealed, then again after a restart
+	// (the files the stop's flush sealed), before the disk is measured.
+	Settle        bool
+	SettleTimeout time.Duration
+	// PerShape also ingests each shape group alone into a fresh instance
+	// of every system and measures its disk cost (shapes.go).
+	PerShape bool
+	Logf     func(format string, args ...any)
 }
 
 // SystemResult is every figure of one system.
 type SystemResult struct {
-	Name            string                  `json:"name"`
-	Version         string                  `json:"version"`
-	Ingest          map[string]IngestResult `json:"ingest"`
-	PeakRSSBytes    int64                   `json:"peak_rss_bytes"` // VmHWM of the RW 1.0 ingest process, after flush
-	FlushSec        float64                 `json:"flush_s"`
-	StopSec         float64                 `json:"stop_s"`
-	RestartSec      float64                 `json:"restart_ready_s"`
-	Compacted       DiskResult              `json:"disk_compacted"`
-	DataDir         DiskResult              `json:"disk_data_dir"`
-	Reads           []ReadResult            `json:"reads"`
-	Verify          VerifyResult            `json:"verify"`
-	Notes           []string                `json:"notes,omitempty"`
-	Err             string                  `json:"error,omitempty"`
+	Name         string                  `json:"name"`
+	Version      string                  `json:"version"`
+	Ingest       map[string]IngestResult `json:"ingest"`
+	PeakRSSBytes int64                   `json:"peak_rss_bytes"` // VmHWM of the RW 1.0 ingest process, after flush
+	FlushSec     float64                 `json:"flush_s"`
+	StopSec      float64                 `json:"stop_s"`
+	RestartSec   float64                 `json:"restart_ready_s"`
+	Compacted    DiskResult              `json:"disk_compacted"`
+	DataDir      DiskResult              `json:"disk_data_dir"`
+	Reads        []ReadResult            `json:"reads"`
+	Verify       VerifyResult            `json:"verify"`
+	// Settle is acta-remote's maintenance after the ingest and after the
+	// restart (Options.Settle).
+	Settle []SettleResult `json:"settle,omitempty"`
+	// DiskWriteBytes is what the server processes of the RW 1.0 run wrote
+	// to storage (/proc/pid/io), ingest to the disk measurement.
+	DiskWriteBytes int64 `json:"disk_write_bytes"`
+	// SeriesWriteBytes is what acta-remote wrote into series files:
+	// flushes plus compactions and merges.
+	SeriesWriteBytes float64 `json:"series_write_bytes,omitempty"`
+	// Shapes is the disk cost of each shape group ingested alone.
+	Shapes          map[string]DiskResult `json:"shapes,omitempty"`
+	Notes           []string              `json:"notes,omitempty"`
+	Err             string                `json:"error,omitempty"`
 	samplesIngested int64
 }
 
@@ -97,6 +116,17 @@ func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 			p, reqs, float64(ld.Bytes)/(1<<20), float64(ld.Bytes)/float64(ld.Samples), time.Since(t0).Round(time.Millisecond))
 		loads[p] = ld
 	}
+	var shapeLoads []*Load
+	if o.PerShape {
+		for g := range shapeGroups {
+			ld, err := BuildLoadOf(d, protoRW1, o.Load, func(i int) bool { return inGroup(d, g, i) })
+			if err != nil {
+				return nil, nil, err
+			}
+			shapeLoads = append(shapeLoads, ld)
+			logf("shape %s: %d series, %d samples", shapeGroups[g].name, groupSeries(d, g), ld.Samples)
+		}
+	}
 	plan := planReads(d, o.Gen.Seed, o.ReadReps)
 	pplan := planPromQL(d, o.Gen.Seed)
 	for _, q := range pplan {
@@ -136,6 +166,18 @@ func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 			e := systems[i]
 			logf("run %d/%d: %s", run+1, len(runs), e.sys.name)
 			r := runSystem(o, e.sys, d, loads, plan, pplan, vidx)
+			if r.Err == "" && len(shapeLoads) > 0 {
+				r.Shapes = map[string]DiskResult{}
+				for g, ld := range shapeLoads {
+					dr, err := runShape(o, e.sys, shapeGroups[g].name, ld)
+					if err != nil {
+						r.Err = fmt.Sprintf("shape %s: %v", shapeGroups[g].name, err)
+						break
+					}
+					r.Shapes[shapeGroups[g].name] = dr
+					logf("%s shape %s: %.2f bytes/sample allocated, %.2f apparent", e.sys.name, shapeGroups[g].name, dr.AllocPerSample, dr.ApparentPerSample)
+				}
+			}
 			r.Version = e.version
 			runs[run][i] = r
 			if r.Err != "" {
@@ -240,13 +282,38 @@ func (r *SystemResult) runProto(o Options, sys *system, client *http.Client, d *
 		return err
 	}
 	r.FlushSec = time.Since(t0).Seconds()
+	if o.Settle && sys.settle {
+		st, err := settleActa(client, base, p, true, o.SettleTimeout)
+		if err != nil {
+			return err
+		}
+		r.Settle = append(r.Settle, st)
+		logf("%s: maintenance settled in %.1f s (%.0f compactions, %.0f merges, %.2f CPU s per GiB in); append p99 %.1f ms while it ran, %.1f ms idle",
+			sys.name, st.Seconds, st.Compactions, st.Merges, st.CPUSecPerGiB, st.ProbeBusyP99, st.ProbeIdleP99)
+	}
 	if r.PeakRSSBytes, err = p.peakRSS(); err != nil {
 		return err
+	}
+	if sys.settle {
+		if ms, err := scrape(client, base); err == nil {
+			r.SeriesWriteBytes += sumWhere(ms, "acta_store_flushed_bytes_total") + sumWhere(ms, "acta_rotation_compaction_written_bytes_total")
+		}
 	}
 	stopped, err := p.stop(10 * time.Minute)
 	r.StopSec = stopped.Seconds()
 	if err != nil {
 		return err
+	}
+	r.DiskWriteBytes += p.writtenBytes()
+	if o.Settle && sys.settle {
+		wb, sb, st, err := restartSettle(o, sys, client, dataDir, logPath)
+		if err != nil {
+			return err
+		}
+		r.DiskWriteBytes += wb
+		r.SeriesWriteBytes += sb
+		r.Settle = append(r.Settle, st)
+		logf("%s: after a restart, maintenance settled in %.1f s (%.0f compactions, %.0f merges)", sys.name, st.Seconds, st.Compactions, st.Merges)
 	}
 	// Sizes per generated sample: a system that dropped samples must not
 	// look smaller for it (the correctness check reports the drop).
@@ -302,4 +369,76 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// restartSettle starts the system again on dataDir, waits for its
+// maintenance to settle (the files its stop's flush sealed) and stops it.
+// It returns what that instance wrote to disk and into series files.
+func restartSettle(o Options, sys *system, client *http.Client, dataDir, logPath string) (int64, float64, SettleResult, error) {
+	p, base, err := sys.start(dataDir, logPath)
+	if err != nil {
+		return 0, 0, SettleResult{}, err
+	}
+	defer p.kill()
+	if _, err := p.waitReady(base+sys.readyPath, 10*time.Minute); err != nil {
+		return 0, 0, SettleResult{}, err
+	}
+	st, err := settleActa(client, base, p, false, o.SettleTimeout)
+	if err != nil {
+		return 0, 0, st, err
+	}
+	var sb float64
+	if ms, err := scrape(client, base); err == nil {
+		sb = sumWhere(ms, "acta_store_flushed_bytes_total") + sumWhere(ms, "acta_rotation_compaction_written_bytes_total")
+	}
+	_, err = p.stop(5 * time.Minute)
+	return p.writtenBytes(), sb, st, err
+}
+
+// runShape ingests one shape group's load into a fresh instance, makes it
+// durable and compacted as the main run does, and measures the disk.
+func runShape(o Options, sys *system, name string, ld *Load) (DiskResult, error) {
+	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * o.Load.Shards, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	dataDir := filepath.Join(o.WorkDir, sys.name+"-shape-"+name)
+	logPath := filepath.Join(o.WorkDir, sys.name+"-shape-"+name+".log")
+	os.RemoveAll(dataDir)
+	defer func() {
+		if !o.Keep {
+			os.RemoveAll(dataDir)
+		}
+	}()
+	p, base, err := sys.start(dataDir, logPath)
+	if err != nil {
+		return DiskResult{}, err
+	}
+	defer p.kill()
+	if _, err := p.waitReady(base+sys.readyPath, 2*time.Minute); err != nil {
+		return DiskResult{}, err
+	}
+	ing := Ingest(client, base+"/api/v1/write", ld, o.Warmup)
+	if ing.Failed > 0 {
+		return DiskResult{}, fmt.Errorf("%d requests failed: %s", ing.Failed, ing.FirstError)
+	}
+	compactDir, err := sys.flush(client, base, dataDir)
+	if err != nil {
+		return DiskResult{}, err
+	}
+	if o.Settle && sys.settle {
+		if _, err := settleActa(client, base, p, false, o.SettleTimeout); err != nil {
+			return DiskResult{}, err
+		}
+	}
+	if _, err := p.stop(10 * time.Minute); err != nil {
+		return DiskResult{}, err
+	}
+	if o.Settle && sys.settle {
+		if _, _, _, err := restartSettle(o, sys, client, dataDir, logPath); err != nil {
+			return DiskResult{}, err
+		}
+	}
+	if compactDir != "" {
+		return diskResult(compactDir, nil, ld.Samples)
+	}
+	return diskResult(dataDir, sys.compactSkip, ld.Samples)
 }

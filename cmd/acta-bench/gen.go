@@ -36,6 +36,7 @@ type Dataset struct {
 	targets []*target
 	labels  []labels.Labels // by series index
 	types   []metricType    // by series index, for RW 2.0 metadata
+	kinds   []valueKind     // by series index: its shape
 	owner   []int32         // series index -> target index
 }
 
@@ -74,6 +75,7 @@ func NewDataset(cfg GenConfig) (*Dataset, error) {
 				}
 				d.labels = append(d.labels, ls)
 				d.types = append(d.types, g.typ)
+				d.kinds = append(d.kinds, g.kind)
 				d.owner = append(d.owner, int32(ti))
 			}
 		}

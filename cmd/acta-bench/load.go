@@ -55,6 +55,11 @@ type entry struct {
 // BuildLoad encodes d for proto: one sample per series entry, as
 // Prometheus's queue manager sends live data.
 func BuildLoad(d *Dataset, proto string, lc LoadConfig) (*Load, error) {
+	return BuildLoadOf(d, proto, lc, nil)
+}
+
+// BuildLoadOf is BuildLoad of the series keep accepts (nil: all).
+func BuildLoadOf(d *Dataset, proto string, lc LoadConfig, keep func(series int) bool) (*Load, error) {
 	if lc.BatchSize <= 0 || lc.Shards <= 0 || lc.RoundScrapes <= 0 {
 		return nil, fmt.Errorf("batch size, shards and round length must be positive, got %+v", lc)
 	}
@@ -95,6 +100,9 @@ func BuildLoad(d *Dataset, proto string, lc LoadConfig) (*Load, error) {
 		lastK = k
 		s := tgt % lc.Shards
 		for i, v := range vals {
+			if keep != nil && !keep(first+i) {
+				continue
+			}
 			pending[s] = append(pending[s], entry{series: first + i, t: ts, v: v})
 			if len(pending[s]) == lc.BatchSize {
 				flush(s)

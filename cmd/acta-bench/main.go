@@ -6,6 +6,7 @@
 //
 //	go run ./cmd/acta-bench                # 10k series × 6 h, all systems
 //	go run ./cmd/acta-bench --quick        # 5k series × 2 h smoke run
+//	go run ./cmd/acta-bench --scenario multiday   # 2k series × 3 days, per shape
 //	go run ./cmd/acta-bench --systems acta-remote --series 500 --duration 30m
 //
 // The peers are built from the Go module proxy on first use and cached
@@ -33,6 +34,10 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("acta-bench", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "smoke-run size: 5,000 series × 2 h, fewer checks (about 2 minutes)")
+	scenario := fs.String("scenario", "default", "default: the flags' size (10k series × 6 h); multiday: 2,000 series × 3 days, so that rotation, sealing, compaction and tier merges all happen before the disk is measured, with per-shape runs")
+	perShape := fs.Bool("per-shape", false, "also ingest each shape group (counters, gauges, float noise, constants, histogram buckets) alone into a fresh instance of every system and measure its disk (on with --scenario multiday)")
+	settle := fs.Bool("settle", true, "before measuring acta-remote's disk, wait until its maintenance settled after the ingest and again after a restart (compaction and merges of everything sealed)")
+	settleTimeout := fs.Duration("settle-timeout", 30*time.Minute, "give up waiting for acta-remote's maintenance after this")
 	series := fs.Int("series", 10000, "series count")
 	duration := fs.Duration("duration", 6*time.Hour, "simulated span; the data ends at the start of the run")
 	interval := fs.Duration("interval", 15*time.Second, "nominal scrape interval")
@@ -62,6 +67,20 @@ func run(args []string) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch *scenario {
+	case "default":
+	case "multiday":
+		def := func(name string, apply func()) {
+			if !set[name] {
+				apply()
+			}
+		}
+		def("series", func() { *series = 2000 })
+		def("duration", func() { *duration = 72 * time.Hour })
+		def("per-shape", func() { *perShape = true })
+	default:
+		return fmt.Errorf("unknown --scenario %q (want default or multiday)", *scenario)
+	}
 	if *quick {
 		// Explicit flags still win over the quick size.
 		def := func(name string, apply func()) {
@@ -98,20 +117,23 @@ func run(args []string) error {
 	o := Options{
 		Gen: GenConfig{Seed: *seed, Series: *series, Start: *start, Duration: *duration, Interval: *interval,
 			JitterMs: jitter.Milliseconds(), RestartEvery: *restart},
-		Load:         LoadConfig{BatchSize: *batch, Shards: *conc, RoundScrapes: max(1, int(*roundMin / *interval))},
-		Systems:      strings.Split(*systems, ","),
-		RW2:          *rw2,
-		Warmup:       *warmup,
-		VerifySeries: *verifyN,
-		ReadReps:     *reps,
-		VMTolerance:  *vmTol,
-		GOMAXPROCS:   *procs,
-		Repo:         repo,
-		WorkDir:      *work,
-		ActaConfig:   *actaCfg,
-		ActaWorktree: *worktree,
-		Keep:         *keep,
-		Runs:         *runs,
+		Load:          LoadConfig{BatchSize: *batch, Shards: *conc, RoundScrapes: max(1, int(*roundMin / *interval))},
+		Systems:       strings.Split(*systems, ","),
+		RW2:           *rw2,
+		Warmup:        *warmup,
+		VerifySeries:  *verifyN,
+		ReadReps:      *reps,
+		VMTolerance:   *vmTol,
+		GOMAXPROCS:    *procs,
+		Repo:          repo,
+		WorkDir:       *work,
+		ActaConfig:    *actaCfg,
+		ActaWorktree:  *worktree,
+		Keep:          *keep,
+		Runs:          *runs,
+		Settle:        *settle,
+		SettleTimeout: *settleTimeout,
+		PerShape:      *perShape,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
 		},
@@ -124,6 +146,7 @@ func run(args []string) error {
 			"seed": *seed, "start_ms": *start, "batch": *batch, "concurrency": *conc, "round": roundMin.String(),
 			"restart_every": restart.String(), "gomaxprocs": *procs, "warmup": *warmup, "verify_series": *verifyN,
 			"read_reps": *reps, "vm_tolerance": *vmTol, "quick": *quick, "acta_worktree": *worktree, "runs": *runs,
+			"scenario": *scenario, "per_shape": *perShape, "settle": *settle,
 		},
 	}
 	results, _, err := Run(o)

@@ -27,6 +27,8 @@ type system struct {
 	compactSkip func(rel string) bool
 	reader      func(c *http.Client, base string) reader
 	notes       []string
+	// settle: acta-remote's maintenance can be waited for (settleActa).
+	settle bool
 }
 
 const (
@@ -36,14 +38,20 @@ const (
 	sysVM       = "victoriametrics"
 )
 
+// actaBenchConfig is the server's default config but for maintenance
+// passes every 5 s instead of every minute (the waits for compaction are
+// shorter; what it writes is the same) and OTLP/gRPC, whose fixed port
+// would collide between runs.
+const actaBenchConfig = "rotation:\n  interval: 5s\notlp:\n  grpc:\n    enabled: false\n"
+
 // actaSystem is acta-remote with configFile, or with the bench's defaults:
 // the server's, except that OTLP/gRPC (a fixed port) is off so runs never
 // collide with another server.
 func actaSystem(bin, workDir, configFile string, gomaxprocs int) (*system, error) {
-	notes := []string{"config: server defaults (wal_sync: always, block_rows 4096, max_head_age 5m wall clock), OTLP/gRPC off"}
+	notes := []string{"config: server defaults (wal_sync: always, block_rows 4096, max_head_age 5m wall clock, rotation 1d, tiers 7d and 28d) except rotation.interval 5s (maintenance passes come sooner; the bytes are the same) and OTLP/gRPC off"}
 	if configFile == "" {
 		configFile = filepath.Join(workDir, "acta-remote.yaml")
-		if err := os.WriteFile(configFile, []byte("otlp:\n  grpc:\n    enabled: false\n"), 0o644); err != nil {
+		if err := os.WriteFile(configFile, []byte(actaBenchConfig), 0o644); err != nil {
 			return nil, err
 		}
 	} else {
@@ -63,7 +71,7 @@ func actaSystem(bin, workDir, configFile string, gomaxprocs int) (*system, error
 func actaLiveSystem(bin, workDir string, interval time.Duration, gomaxprocs int) (*system, error) {
 	rows := max(1, int(5*time.Minute/interval))
 	configFile := filepath.Join(workDir, "acta-remote-live.yaml")
-	cfg := fmt.Sprintf("storage:\n  block_rows: %d\notlp:\n  grpc:\n    enabled: false\n", rows)
+	cfg := fmt.Sprintf("storage:\n  block_rows: %d\n%s", rows, actaBenchConfig)
 	if err := os.WriteFile(configFile, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
@@ -89,6 +97,7 @@ func newActaSystem(name, bin, configFile string, gomaxprocs int, protos, notes [
 		flush:  func(*http.Client, string, string) (string, error) { return "", nil },
 		reader: func(c *http.Client, base string) reader { return remoteReader(c, base+"/api/v1/read") },
 		notes:  notes,
+		settle: true,
 	}
 }
 

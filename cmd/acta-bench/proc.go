@@ -112,6 +112,21 @@ func (p *proc) stop(timeout time.Duration) (time.Duration, error) {
 	}
 }
 
+// writtenBytes is what the exited process caused to be written to storage
+// (ru_oublock × 512, the kernel's write_bytes of /proc/pid/io, counted
+// when pages are dirtied), its stop's flush included; 0 while it runs.
+func (p *proc) writtenBytes() int64 {
+	select {
+	case <-p.done:
+	default:
+		return 0
+	}
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Oublock * 512
+	}
+	return 0
+}
+
 // kill ends the process without ceremony (error paths only).
 func (p *proc) kill() {
 	select {

@@ -93,6 +93,51 @@ func metrics(readNames []string) []metric {
 		{metricInfo{"compacted_apparent_bytes_per_sample", "Disk after flush/compaction, bytes/sample (apparent)", false}, func(r *SystemResult) (float64, bool) { return positive(r.Compacted.ApparentPerSample) }},
 		{metricInfo{"data_dir_alloc_bytes_per_sample", "Whole data dir after stop, bytes/sample (allocated)", false}, func(r *SystemResult) (float64, bool) { return positive(r.DataDir.AllocPerSample) }},
 	}
+	settleMetric := func(get func(SettleResult) float64) func(*SystemResult) (float64, bool) {
+		return func(r *SystemResult) (float64, bool) {
+			if len(r.Settle) == 0 {
+				return 0, false
+			}
+			return get(r.Settle[0]), true
+		}
+	}
+	ms = append(ms,
+		metric{metricInfo{"settle_s", "Maintenance settled after the ingest (compaction, merges), s", false}, settleMetric(func(s SettleResult) float64 { return s.Seconds })},
+		metric{metricInfo{"settle_restart_s", "... and after the restart, s", false}, func(r *SystemResult) (float64, bool) {
+			if len(r.Settle) < 2 {
+				return 0, false
+			}
+			return r.Settle[1].Seconds, true
+		}},
+		metric{metricInfo{"compaction_cpu_s_per_gib", "Maintenance CPU s per GiB of files compacted or merged", false}, settleMetric(func(s SettleResult) float64 { return s.CPUSecPerGiB })},
+		metric{metricInfo{"probe_p99_busy_ms", "Append p99 while maintenance runs, ms (20 series every 100 ms)", false}, settleMetric(func(s SettleResult) float64 { return s.ProbeBusyP99 })},
+		metric{metricInfo{"probe_p99_idle_ms", "Append p99 with maintenance idle, ms", false}, settleMetric(func(s SettleResult) float64 { return s.ProbeIdleP99 })},
+		metric{metricInfo{"disk_write_amplification", "Bytes written to disk ÷ data dir size (write amplification, WAL included)", false}, func(r *SystemResult) (float64, bool) {
+			if r.DiskWriteBytes <= 0 || r.DataDir.AllocBytes <= 0 {
+				return 0, false
+			}
+			return float64(r.DiskWriteBytes) / float64(r.DataDir.AllocBytes), true
+		}},
+		metric{metricInfo{"series_write_amplification", "Bytes written into series files ÷ their size (flushes, compactions, merges)", false}, func(r *SystemResult) (float64, bool) {
+			if r.SeriesWriteBytes <= 0 || r.Compacted.ApparentBytes <= 0 {
+				return 0, false
+			}
+			return r.SeriesWriteBytes / float64(r.Compacted.ApparentBytes), true
+		}},
+	)
+	for _, g := range shapeGroups {
+		name := g.name
+		ms = append(ms,
+			metric{metricInfo{"shape_" + name + "_alloc_bytes_per_sample", "Disk, " + name + " alone, bytes/sample (allocated)", false}, func(r *SystemResult) (float64, bool) {
+				d, ok := r.Shapes[name]
+				return d.AllocPerSample, ok && d.AllocPerSample > 0
+			}},
+			metric{metricInfo{"shape_" + name + "_apparent_bytes_per_sample", "Disk, " + name + " alone, bytes/sample (apparent)", false}, func(r *SystemResult) (float64, bool) {
+				d, ok := r.Shapes[name]
+				return d.ApparentPerSample, ok && d.ApparentPerSample > 0
+			}},
+		)
+	}
 	for i, n := range readNames {
 		ms = append(ms, metric{metricInfo{fmt.Sprintf("read_%d_p50_ms", i), "Read " + n + ", p50 ms", false}, readMetric(i)})
 	}

@@ -60,6 +60,7 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 			BlockRows:   cfg.Rotation.Compaction.BlockRows,
 			ZstdLevel:   cfg.Rotation.Compaction.ZstdLevel,
 			BytesPerSec: int64(cfg.Rotation.Compaction.MaxBytesPerSecond),
+			Tiers:       tiers(cfg, log),
 		},
 		MaintenanceInterval: cfg.Rotation.Interval,
 		Logger:              log.With("component", "store"),
@@ -162,6 +163,23 @@ func flushZstdMinRows(codec string) int {
 		return 128
 	}
 	return 0
+}
+
+// tiers maps rotation.compaction.tiers, saying at start-up which tiers
+// retention leaves unused (actastore.CompactionOptions.Tiers): a merged file
+// outlives max_age by up to its length.
+func tiers(cfg *config.Config, log *slog.Logger) rotation.Tiers {
+	var out rotation.Tiers
+	age := time.Duration(cfg.Rotation.Retention.MaxAge)
+	for _, p := range cfg.Rotation.Compaction.Tiers {
+		d := time.Duration(p)
+		out = append(out, d)
+		if age > 0 && d > age/2 {
+			log.Info("rotation.compaction.tiers: a tier longer than half of rotation.retention.max_age is not used",
+				"tier", p.String(), "max_age", cfg.Rotation.Retention.MaxAge.String())
+		}
+	}
+	return out
 }
 
 // otlpOptions maps the otlp block (validated by config) onto the receiver's

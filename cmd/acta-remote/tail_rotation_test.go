@@ -11,8 +11,10 @@ import (
 )
 
 // rotationConfig seals each series' file every hour of sample time and runs
-// compaction every second, unpaced, so a test sees both within seconds.
-const rotationConfig = `
+// compaction every second, unpaced, so a test sees both within seconds;
+// tiers is the rotation.compaction.tiers value.
+func rotationConfig(tiers string) string {
+	return `
 storage:
   block_rows: 10
   max_head_age: 1s
@@ -21,10 +23,12 @@ rotation:
   interval: 1s
   compaction:
     max_bytes_per_second: 0
+    tiers: ` + tiers + `
 otlp:
   grpc:
     enabled: false
 `
+}
 
 // TestTailAcrossRotationAndCompaction runs the real server with rotation
 // and compaction: samples one minute apart cross an hour boundary every six
@@ -33,8 +37,62 @@ otlp:
 // whose every poll rescans) must print each flushed sample once, in order;
 // query must print what remote read returns, across all the files.
 func TestTailAcrossRotationAndCompaction(t *testing.T) {
+	testTailAcross(t, "[]", func(paths []string) (bool, string) {
+		if len(paths) != 6 {
+			t.Fatalf("%d series files, want 3 per series: %v", len(paths), paths)
+		}
+		compacted := 0
+		for _, path := range paths {
+			if r, err := acta.Open(path); err == nil {
+				rows := 0
+				for _, b := range r.Blocks() {
+					rows += int(b.Rows)
+				}
+				// Rewritten (the sealed schema, its value type chosen;
+				// blocks may be cut at outliers): hour 0 holds 55 samples,
+				// hour 1 60.
+				if r.Schema().ID == sealedSchemaID && rows >= 55 {
+					compacted++
+				}
+				r.Close()
+			}
+		}
+		return compacted == 4, strconv.Itoa(compacted) + " of 4 sealed files compacted"
+	})
+}
+
+// sealedSchemaID is the schema id of files compaction wrote
+// (docs/format/series.md).
+const sealedSchemaID = 5
+
+// TestTailAcrossTierMerges is the same with a 2 h tier: hours 0 and 1 of
+// each series are merged into hour 0's file (renamed over it) and hour 1's
+// is deleted while the tails run; each sample must still print once.
+func TestTailAcrossTierMerges(t *testing.T) {
+	testTailAcross(t, "[2h]", func(paths []string) (bool, string) {
+		merged := 0
+		for _, path := range paths {
+			if r, err := acta.Open(path); err == nil {
+				rows := 0
+				for _, b := range r.Blocks() {
+					rows += int(b.Rows)
+				}
+				if rows == 115 { // hour 0: 55 samples, hour 1: 60
+					merged++
+				}
+				r.Close()
+			}
+		}
+		return len(paths) == 4 && merged == 2, strconv.Itoa(len(paths)) + " series files, " + strconv.Itoa(merged) + " of 2 merged"
+	})
+}
+
+// testTailAcross runs the server with tiers and 2 series over 2.5 h of
+// samples (hours 0, 1 and 2), waits until settled says the sealed files
+// are rewritten, and checks the tails and query.
+func testTailAcross(t *testing.T, tiers string, settled func(paths []string) (bool, string)) {
 	bin := buildBinary(t)
-	p, data := startWith(t, bin, rotationConfig)
+	p, data := startWith(t, bin, rotationConfig(tiers))
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	sets := []labels.Labels{
 		labels.FromStrings("__name__", "r_metric", "instance", "a"),
@@ -74,32 +132,21 @@ func TestTailAcrossRotationAndCompaction(t *testing.T) {
 	for _, tp := range tails {
 		tp.waitCount(t, n)
 	}
-	// Compaction runs every second: wait until both sealed files of each
-	// series are one block, then give the tails time to see the renames.
+	// Maintenance runs every second: wait until the sealed files are
+	// rewritten, then give the tails time to see the renames.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		paths, _ := filepath.Glob(filepath.Join(data, "series", "*", "*.acta"))
-		compacted := 0
-		for _, path := range paths {
-			if r, err := acta.Open(path); err == nil {
-				if len(r.Blocks()) == 1 && r.Blocks()[0].Rows >= 55 { // hour 0: 55 samples, hour 1: 60
-					compacted++
-				}
-				r.Close()
-			}
-		}
-		if len(paths) != 6 {
-			t.Fatalf("%d series files, want 3 per series: %v", len(paths), paths)
-		}
-		if compacted == 4 {
+		done, state := settled(paths)
+		if done {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of 4 sealed files compacted after 30 s", compacted)
+			t.Fatalf("after 30 s: %s", state)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// A tail started now reads the compacted files as history.
+	// A tail started now reads the rewritten files as history.
 	late := startTail(t, bin, "--data-dir", data, "--since", "100000h", "--poll", "100ms", "--json", "r_metric")
 	late.waitCount(t, n)
 	time.Sleep(settle)

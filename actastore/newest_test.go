@@ -1,0 +1,150 @@
+package actastore
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/acta-remote/acta-remote/acta"
+)
+
+// fileLayout returns a series file's schema ID, value type and block count.
+func fileLayout(t testing.TB, path string) (uint64, string, int) {
+	t.Helper()
+	r, err := acta.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return r.Schema().ID, r.Schema().Columns[1].Type.String(), len(r.Blocks())
+}
+
+// The newest file of an idle series is compacted too, and flushes then
+// append to it in its value type; a value the type cannot hold makes the
+// flush rewrite the file in a type that can.
+func TestNewestFileCompactedAndAppended(t *testing.T) {
+	clk := &fakeClock{}
+	dir := t.TempDir()
+	opts := rotOptions(clk)
+	opts.Rotation.Period = 24 * time.Hour
+	opts.MaxHeadAge = time.Minute
+	s := openT(t, dir, opts)
+	l := labels.FromStrings("__name__", "newest_counter")
+	w := want{}
+	add := func(ts int64, v float64) {
+		t.Helper()
+		clk.Set(ts)
+		mustAppend(t, s, []SeriesSamples{{Labels: l, Samples: []Sample{{T: ts, V: v}}}})
+		w.add(l, Sample{T: ts, V: v})
+	}
+	for i := range 200 {
+		add(day0+int64(i)*step15, float64(i*10))
+		if i%20 == 19 {
+			if err := s.FlushAll(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ref := refOf(t, s, l)
+	path := seriesFilePath(dir, ref, day0)
+	if id, typ, blocks := fileLayout(t, path); id != seriesSchemaID || typ != "float64" || blocks != 10 {
+		t.Fatalf("flushed file: schema %d, %s, %d blocks", id, typ, blocks)
+	}
+	// Busy (newest sample recent): left alone.
+	if res, err := s.Maintain(); err != nil || res.Compacted != 0 {
+		t.Fatalf("a live newest file was compacted: %+v %v", res, err)
+	}
+	clk.Set(day0 + 3*hour) // idle: nothing for over two head ages
+	if res, err := s.Maintain(); err != nil || res.Compacted != 1 {
+		t.Fatalf("idle newest file: %+v %v", res, err)
+	}
+	if id, typ, blocks := fileLayout(t, path); id != sealedSchemaID || typ != "int64" || blocks != 1 {
+		t.Fatalf("compacted newest file: schema %d, %s, %d blocks", id, typ, blocks)
+	}
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+
+	step := func(what string, v float64, typ string, blocks int) {
+		t.Helper()
+		add(clk.Now().UnixMilli()+step15, v)
+		if err := s.FlushAll(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if _, gotTyp, gotBlocks := fileLayout(t, path); gotTyp != typ || gotBlocks != blocks {
+			t.Fatalf("%s: %s, %d blocks; want %s, %d", what, gotTyp, gotBlocks, typ, blocks)
+		}
+		checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+		if err := validateFile(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("an integer appends in type", 5000, "int64", 2)
+	step("a stale marker rewrites with exceptions", staleNaN, "int64", 1)
+	step("a decimal rewrites as decimal", 5000.5, "decimal64(18,1)", 1)
+	step("a decimal appends in type", 5001.5, "decimal64(18,1)", 2)
+	step("noise rewrites as float64", math.Pi, "float64", 1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, dir, opts)
+	defer s.Close()
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	// Sealed by the next day's samples; maintenance settles, and the
+	// sealed file stays what the last rewrite made it.
+	add(day0+day+hour, 1)
+	add(day0+day+hour+step15, 2)
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	maintainUntilIdle(t, s)
+	if id, typ, blocks := fileLayout(t, path); id != sealedSchemaID || typ != "float64" || blocks != 1 {
+		t.Fatalf("sealed file: schema %d, %s, %d blocks", id, typ, blocks)
+	}
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	validateAll(t, dir)
+}
+
+// A live series' newest file (flushed every 20 rows, never idle) is
+// rewritten each time flushes doubled what the last rewrite left in it:
+// at 256, 512 and 1024 rows of 1200.
+func TestNewestFileRewrittenAsItDoubles(t *testing.T) {
+	clk := &fakeClock{}
+	dir := t.TempDir()
+	opts := rotOptions(clk)
+	opts.Rotation.Period = 24 * time.Hour
+	s := openT(t, dir, opts)
+	defer s.Close()
+	l := labels.FromStrings("__name__", "live_counter")
+	w := want{}
+	rewrites := 0
+	var at []int
+	for i := range 1200 {
+		ts := day0 + int64(i)*step15
+		clk.Set(ts)
+		smp := Sample{T: ts, V: float64(i * 3)}
+		mustAppend(t, s, []SeriesSamples{{Labels: l, Samples: []Sample{smp}}})
+		w.add(l, smp)
+		if i%20 == 19 {
+			if err := s.FlushAll(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Maintain()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Compacted > 0 {
+				rewrites += res.Compacted
+				at = append(at, i+1)
+			}
+		}
+	}
+	if rewrites != 3 || at[0] != 260 || at[1] != 520 || at[2] != 1040 {
+		t.Errorf("rewrites after %v rows, want after 260, 520 and 1040", at)
+	}
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	path := seriesFilePath(dir, refOf(t, s, l), day0)
+	if id, typ, blocks := fileLayout(t, path); id != sealedSchemaID || typ != "int64" || blocks != 9 {
+		t.Errorf("newest file: schema %d, %s, %d blocks (the rewrite's and 8 flushes since)", id, typ, blocks)
+	}
+}
