@@ -20,6 +20,7 @@ import (
 	"github.com/acta-remote/acta-remote/bucket"
 	"github.com/acta-remote/acta-remote/config"
 	"github.com/acta-remote/acta-remote/otlp"
+	"github.com/acta-remote/acta-remote/queryapi"
 	"github.com/acta-remote/acta-remote/remoteread"
 )
 
@@ -114,6 +115,13 @@ func newQueryRouter(cfg *config.Config, q *fanout, view *actastore.BucketView, l
 	refuse := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "acta-remote runs in query mode (mode: query): it takes no writes; send them to a writer", http.StatusMethodNotAllowed)
 	})
+	// The Prometheus query API over the same fan-out: PromQL and Select
+	// see the bucket and the live writers; label, series and metadata
+	// look-ups come from the bucket index (data not uploaded yet is found
+	// by queries, not by look-ups). No admin: the view deletes nothing.
+	for _, qr := range queryapi.New(q, queryOptions(cfg, log, reg)).Routes() {
+		rt.Handle(qr.Path, instrument(qr.Name, qr.Handler))
+	}
 	rt.Handle("/api/v1/write", instrument("write", refuse))
 	for _, p := range otlp.Paths {
 		rt.Handle(p, instrument("otlp", refuse))
