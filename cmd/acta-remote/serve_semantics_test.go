@@ -70,7 +70,7 @@ func TestSampleSemanticsThroughHandler(t *testing.T) {
 	cfg.Storage.BlockRows = 2
 	cfg.Storage.OutOfOrderWindow = 6 * time.Hour
 	cfg.Rotation.Period = config.Period(time.Hour)
-	cfg.Rotation.Interval = time.Hour // maintenance only when the test says
+	cfg.Rotation.Interval = time.Hour   // maintenance only when the test says
 	cfg.Rotation.Compaction.Tiers = nil // three sealed files stay three (compacted, not merged)
 	cfg.OTLP.GRPC.Enabled = false
 
