@@ -58,7 +58,9 @@ clean:
 # Side-by-side benchmark (cmd/acta-bench): acta-remote, Prometheus and
 # VictoriaMetrics on the same generated data; the peers are built from the Go
 # module proxy on first use. Results in bench-results/<time>/. Default size
-# 10k series × 6 h (about 6 min on 2 cores); bench-quick is a smoke run.
+# 10k series × 6 h, then restart after kill -9 with 5.76 M samples in the
+# head and memory per series at 200k and 1M series (about 13 min on 2
+# cores); bench-quick is a smoke run (about 3.5 min).
 # Extra flags: make bench BENCH_ARGS='--series 20000 --systems acta-remote'.
 BENCH_ARGS ?=
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -34,7 +35,21 @@ type Options struct {
 	// PerShape also ingests each shape group alone into a fresh instance
 	// of every system and measures its disk cost (shapes.go).
 	PerShape bool
-	Logf     func(format string, args ...any)
+	// SkipMain leaves out the main run (ingest of Gen, disk, reads,
+	// verify): only the scenarios below run.
+	SkipMain bool
+	// MemorySeries are the sizes of the memory scenario (memory.go), each
+	// MemorySamples scrapes per series, RSS taken MemorySettle after the
+	// last request; none: no memory scenario.
+	MemorySeries  []int
+	MemorySamples int
+	MemorySettle  time.Duration
+	// CrashSeries × CrashSamples at CrashInterval is the head of the kill
+	// -9 scenario (crash.go); 0 series: none.
+	CrashSeries   int
+	CrashSamples  int
+	CrashInterval time.Duration
+	Logf          func(format string, args ...any)
 }
 
 // SystemResult is every figure of one system.
@@ -50,6 +65,10 @@ type SystemResult struct {
 	DataDir      DiskResult              `json:"disk_data_dir"`
 	Reads        []ReadResult            `json:"reads"`
 	Verify       VerifyResult            `json:"verify"`
+	// Crash is the restart after kill -9 with a full head (crash.go).
+	Crash *CrashResult `json:"restart_kill9,omitempty"`
+	// Memory is the memory scenario, one entry per size (memory.go).
+	Memory []MemoryResult `json:"memory,omitempty"`
 	// Settle is acta-remote's maintenance after the ingest and after the
 	// restart (Options.Settle).
 	Settle []SettleResult `json:"settle,omitempty"`
@@ -88,54 +107,71 @@ func diskResult(dir string, skip func(string) bool, samples int64) (DiskResult, 
 // o.Runs times. It returns the results by run, then by system.
 func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 	logf := o.Logf
-	d, err := NewDataset(o.Gen)
-	if err != nil {
-		return nil, nil, err
-	}
-	logf("data: %d series (%d targets) × %d scrapes = %d samples, %s → %s",
-		d.NumSeries(), len(d.targets), d.Scrapes(), d.Samples(),
-		time.UnixMilli(o.Gen.Start).UTC().Format(time.RFC3339), time.UnixMilli(d.End()).UTC().Format(time.RFC3339))
-	loads := map[string]*Load{}
-	protos := []string{protoRW1}
-	if o.RW2 {
-		protos = append(protos, protoRW2)
-	}
-	for _, p := range protos {
-		t0 := time.Now()
-		ld, err := BuildLoad(d, p, o.Load)
-		if err != nil {
+	var (
+		d          *Dataset
+		loads      = map[string]*Load{}
+		shapeLoads []*Load
+		plan       readPlan
+		pplan      []promqlQuery
+		vidx       []int
+	)
+	if !o.SkipMain {
+		var err error
+		if d, err = NewDataset(o.Gen); err != nil {
 			return nil, nil, err
 		}
-		reqs := 0
-		for _, r := range ld.Rounds {
-			for _, s := range r {
-				reqs += len(s)
-			}
+		logf("data: %d series (%d targets) × %d scrapes = %d samples, %s → %s",
+			d.NumSeries(), len(d.targets), d.Scrapes(), d.Samples(),
+			time.UnixMilli(o.Gen.Start).UTC().Format(time.RFC3339), time.UnixMilli(d.End()).UTC().Format(time.RFC3339))
+		protos := []string{protoRW1}
+		if o.RW2 {
+			protos = append(protos, protoRW2)
 		}
-		logf("encoded %s: %d requests, %.1f MiB snappy (%.1f bytes/sample on the wire) in %s",
-			p, reqs, float64(ld.Bytes)/(1<<20), float64(ld.Bytes)/float64(ld.Samples), time.Since(t0).Round(time.Millisecond))
-		loads[p] = ld
-	}
-	var shapeLoads []*Load
-	if o.PerShape {
-		for g := range shapeGroups {
-			ld, err := BuildLoadOf(d, protoRW1, o.Load, func(i int) bool { return inGroup(d, g, i) })
+		for _, p := range protos {
+			t0 := time.Now()
+			ld, err := BuildLoad(d, p, o.Load)
 			if err != nil {
 				return nil, nil, err
 			}
-			shapeLoads = append(shapeLoads, ld)
-			logf("shape %s: %d series, %d samples", shapeGroups[g].name, groupSeries(d, g), ld.Samples)
+			reqs := 0
+			for _, r := range ld.Rounds {
+				for _, s := range r {
+					reqs += len(s)
+				}
+			}
+			logf("encoded %s: %d requests, %.1f MiB snappy (%.1f bytes/sample on the wire) in %s",
+				p, reqs, float64(ld.Bytes)/(1<<20), float64(ld.Bytes)/float64(ld.Samples), time.Since(t0).Round(time.Millisecond))
+			loads[p] = ld
 		}
+		if o.PerShape {
+			for g := range shapeGroups {
+				ld, err := BuildLoadOf(d, protoRW1, o.Load, func(i int) bool { return inGroup(d, g, i) })
+				if err != nil {
+					return nil, nil, err
+				}
+				shapeLoads = append(shapeLoads, ld)
+				logf("shape %s: %d series, %d samples", shapeGroups[g].name, groupSeries(d, g), ld.Samples)
+			}
+		}
+		plan = planReads(d, o.Gen.Seed, o.ReadReps)
+		pplan = planPromQL(d, o.Gen.Seed)
+		for _, q := range pplan {
+			logf("%s: %s over [%d, %d] ms, step %s", q.name, q.expr, q.start, q.end, q.step)
+		}
+		vrng := rand.New(rand.NewPCG(o.Gen.Seed, 0x7e51f1))
+		vidx = vrng.Perm(d.NumSeries())[:min(o.VerifySeries, d.NumSeries())]
 	}
-	plan := planReads(d, o.Gen.Seed, o.ReadReps)
-	pplan := planPromQL(d, o.Gen.Seed)
-	for _, q := range pplan {
-		logf("%s: %s over [%d, %d] ms, step %s", q.name, q.expr, q.start, q.end, q.step)
-	}
-	vrng := rand.New(rand.NewPCG(o.Gen.Seed, 0x7e51f1))
-	var vidx []int
-	for _, i := range vrng.Perm(d.NumSeries())[:min(o.VerifySeries, d.NumSeries())] {
-		vidx = append(vidx, i)
+	var (
+		crashD  *Dataset
+		crashLd *Load
+	)
+	if o.CrashSeries > 0 {
+		var err error
+		if crashD, crashLd, err = crashData(o); err != nil {
+			return nil, d, err
+		}
+		logf("kill -9 data: %d series × %d samples at %s = %d samples (%s of data)",
+			crashD.NumSeries(), crashD.Scrapes(), o.CrashInterval, crashLd.Samples, crashGen(o).Duration)
 	}
 
 	binDir := filepath.Join(o.WorkDir, "bin")
@@ -149,12 +185,17 @@ func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 		version string
 	}
 	var systems []entry
+	var bare []*system
 	for _, name := range o.Systems {
+		if o.SkipMain && name == sysActaLive {
+			return nil, d, fmt.Errorf("%s (a disk layout) takes no part in the memory and kill -9 scenarios", name)
+		}
 		sys, version, err := makeSystem(o, name, binDir, &built)
 		if err != nil {
 			return nil, d, err
 		}
 		systems = append(systems, entry{sys, version})
+		bare = append(bare, sys)
 	}
 	// Each run starts with the next system, so a noisy minute on a shared
 	// machine does not always land on the same one.
@@ -165,7 +206,10 @@ func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 			i := (run + j) % len(systems)
 			e := systems[i]
 			logf("run %d/%d: %s", run+1, len(runs), e.sys.name)
-			r := runSystem(o, e.sys, d, loads, plan, pplan, vidx)
+			r := &SystemResult{Name: e.sys.name, Ingest: map[string]IngestResult{}, Notes: e.sys.notes}
+			if !o.SkipMain {
+				r = runSystem(o, e.sys, d, loads, plan, pplan, vidx)
+			}
 			if r.Err == "" && len(shapeLoads) > 0 {
 				r.Shapes = map[string]DiskResult{}
 				for g, ld := range shapeLoads {
@@ -178,14 +222,60 @@ func Run(o Options) ([][]*SystemResult, *Dataset, error) {
 					logf("%s shape %s: %.2f bytes/sample allocated, %.2f apparent", e.sys.name, shapeGroups[g].name, dr.AllocPerSample, dr.ApparentPerSample)
 				}
 			}
+			if crashLd != nil && e.sys.name != sysActaLive {
+				cs := e.sys
+				if cs.crashSys != nil {
+					cs = cs.crashSys
+					r.Notes = append(slices.Clip(r.Notes), cs.notes...)
+				}
+				if cs.crashWait > 0 {
+					r.Notes = append(slices.Clip(r.Notes), fmt.Sprintf("kill -9 scenario: killed %s after the last request, once what it holds in memory is on disk (it loses what it acknowledged in the seconds before a crash, by design); the others at once", cs.crashWait))
+				}
+				cr, err := runCrash(o, cs, crashD, crashLd)
+				if err != nil {
+					addErr(r, fmt.Sprintf("kill -9: %v", err))
+				} else {
+					r.Crash = &cr
+					logf("%s: restart after kill -9 with %d samples: ready in %.2f s, one series read whole at %.2f s (ingest %.1f s)",
+						e.sys.name, cr.Samples, cr.ReadySec, cr.QueryableSec, cr.IngestSec)
+				}
+			}
 			r.Version = e.version
 			runs[run][i] = r
+		}
+		if len(o.MemorySeries) > 0 {
+			runMemory(o, bare, runs[run], run)
+		}
+		for _, r := range runs[run] {
+			if o.SkipMain {
+				// The correctness verdict is then that of the scenarios'
+				// read-backs.
+				for _, m := range r.Memory {
+					mergeVerify(&r.Verify, m.Verify)
+				}
+				if r.Crash != nil {
+					mergeVerify(&r.Verify, r.Crash.Verify)
+				}
+				r.Verify.OK = r.Verify.Series > 0 && r.Verify.Mismatches == 0 && r.Err == ""
+			}
 			if r.Err != "" {
-				logf("%s: %s", e.sys.name, r.Err)
+				logf("%s: %s", r.Name, r.Err)
 			}
 		}
 	}
 	return runs, d, nil
+}
+
+// mergeVerify adds v's counts to dst.
+func mergeVerify(dst *VerifyResult, v VerifyResult) {
+	dst.Series += v.Series
+	dst.Samples += v.Samples
+	dst.Mismatches += v.Mismatches
+	dst.Tolerance = max(dst.Tolerance, v.Tolerance)
+	dst.MaxRelErr = max(dst.MaxRelErr, v.MaxRelErr)
+	if dst.FirstMismatch == "" {
+		dst.FirstMismatch = v.FirstMismatch
+	}
 }
 
 // actaBuild is the acta-remote binary of a run, built once for both
@@ -206,6 +296,9 @@ func makeSystem(o Options, name, binDir string, actaBuilt *actaBuild) (*system, 
 		var err error
 		if name == sysActa {
 			s, err = actaSystem(actaBuilt.bin, o.WorkDir, o.ActaConfig, o.GOMAXPROCS)
+			if err == nil && o.CrashSeries > 0 {
+				s.crashSys, err = actaCrashSystem(actaBuilt.bin, o.WorkDir, o.CrashSamples, o.GOMAXPROCS)
+			}
 		} else {
 			s, err = actaLiveSystem(actaBuilt.bin, o.WorkDir, o.Gen.Interval, o.GOMAXPROCS)
 		}

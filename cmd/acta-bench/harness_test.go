@@ -122,14 +122,16 @@ func TestHarnessQuickActaOnly(t *testing.T) {
 }
 
 // The command line in quick mode, shrunk further by explicit flags (which
-// win over --quick), writes both result files with the check passed.
+// win over --quick), writes both result files with the check passed and
+// the kill -9 and memory scenarios' rows.
 func TestCommandQuickWritesResults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs acta-remote")
 	}
 	out := t.TempDir()
 	err := run([]string{"--quick", "--systems", sysActa, "--series", "200", "--duration", "15m",
-		"--rw2=false", "--verify", "3", "--out", out})
+		"--rw2=false", "--verify", "3", "--out", out,
+		"--memory-series", "1000,2000", "--memory-settle", "1s", "--kill9-series", "20", "--kill9-samples", "100"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +152,26 @@ func TestCommandQuickWritesResults(t *testing.T) {
 	if _, ok := rep.Runs[0][0].Ingest[protoRW2]; ok {
 		t.Fatal("--rw2=false still timed RW 2.0")
 	}
+	r := rep.Runs[0][0]
+	if len(r.Memory) != 2 || r.Memory[0].Series != 1000 || r.Memory[1].Series != 2000 || r.Memory[1].BytesPerSeries <= 0 {
+		t.Fatalf("memory scenario in results.json: %+v", r.Memory)
+	}
+	if r.Crash == nil || r.Crash.Samples != 20*100 || !r.Crash.Verify.OK || r.Crash.Verify.Samples != 100 {
+		t.Fatalf("kill -9 scenario in results.json: %+v", r.Crash)
+	}
+	if c := rep.Summary[0].Values["restart_kill9_s"]; c.N != 1 || c.Median != r.Crash.QueryableSec {
+		t.Fatalf("kill -9 summary %+v, run %+v", c, r.Crash)
+	}
 	md, err := os.ReadFile(filepath.Join(out, "results.md"))
 	if err != nil || !bytes.Contains(md, []byte("| Correctness (series checked, mismatched, max rel. error) | 3, 0, 0 |")) {
 		t.Fatalf("results.md (%v):\n%s", err, md)
+	}
+	for _, row := range []string{"| Resident memory grown per active series, 1,000 live series × 10 samples, bytes |",
+		"| Resident memory grown per active series, 2,000 live series × 10 samples, bytes |",
+		"| Restart after kill -9, 20 series × 100 samples in the head, to ready and one series read whole, s |",
+		"memory: [1000 2000] series × 10 samples at 15s, RSS 1s after the last request"} {
+		if !bytes.Contains(md, []byte(row)) {
+			t.Fatalf("results.md lacks %q:\n%s", row, md)
+		}
 	}
 }

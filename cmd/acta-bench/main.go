@@ -2,11 +2,15 @@
 // VictoriaMetrics on the same generated Prometheus data: ingest rate and
 // latency (Remote-Write 1.0 and 2.0), peak memory, bytes on disk per sample
 // after each system's own flush or compaction, read latency, and a
-// correctness check of what each system reads back.
+// correctness check of what each system reads back; then the restart
+// after kill -9 with a full head (crash.go) and the resident memory grown
+// per active series (memory.go).
 //
-//	go run ./cmd/acta-bench                # 10k series × 6 h, all systems
+//	go run ./cmd/acta-bench                # 10k series × 6 h, kill -9, memory at 200k and 1M series
 //	go run ./cmd/acta-bench --quick        # 5k series × 2 h smoke run
 //	go run ./cmd/acta-bench --scenario multiday   # 2k series × 3 days, per shape
+//	go run ./cmd/acta-bench --scenario memory --memory-series 20000
+//	go run ./cmd/acta-bench --scenario kill9
 //	go run ./cmd/acta-bench --systems acta-remote --series 500 --duration 30m
 //
 // The peers are built from the Go module proxy on first use and cached
@@ -34,7 +38,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("acta-bench", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "smoke-run size: 5,000 series × 2 h, fewer checks (about 2 minutes)")
-	scenario := fs.String("scenario", "default", "default: the flags' size (10k series × 6 h); multiday: 2,000 series × 3 days, so that rotation, sealing, compaction and tier merges all happen before the disk is measured, with per-shape runs")
+	scenario := fs.String("scenario", "default", "default: the flags' size (10k series × 6 h), then the kill -9 and memory scenarios; multiday: 2,000 series × 3 days, so that rotation, sealing, compaction and tier merges all happen before the disk is measured, with per-shape runs (no kill -9 or memory scenario unless their flags ask); memory: the memory scenario alone; kill9: the kill -9 scenario alone")
 	perShape := fs.Bool("per-shape", false, "also ingest each shape group (counters, gauges, float noise, constants, histogram buckets) alone into a fresh instance of every system and measure its disk (on with --scenario multiday)")
 	settle := fs.Bool("settle", true, "before measuring acta-remote's disk, wait until its maintenance settled after the ingest and again after a restart (compaction and merges of everything sealed)")
 	settleTimeout := fs.Duration("settle-timeout", 30*time.Minute, "give up waiting for acta-remote's maintenance after this")
@@ -62,36 +66,63 @@ func run(args []string) error {
 	keep := fs.Bool("keep", false, "keep the data directories")
 	runs := fs.Int("runs", 1, "run every system this many times (rotating the order); the table gives medians and ranges")
 	worktree := fs.Bool("acta-worktree", false, "build acta-remote from the working tree (default: the committed HEAD)")
+	memSeries := fs.String("memory-series", "200000,1000000", "memory scenario: comma-separated series counts, each into a fresh instance of every system; '' disables it")
+	memSamples := fs.Int("memory-samples", 10, "memory scenario: samples per series, --interval apart, ending now, sent round by round")
+	memSettle := fs.Duration("memory-settle", 10*time.Second, "memory scenario: wait after the last request before the RSS is taken (the idle RSS before the ingest waits this, at most 5 s, after ready)")
+	crashSeries := fs.Int("kill9-series", 2000, "kill -9 scenario: series in the head at the kill; 0 disables it")
+	crashSamples := fs.Int("kill9-samples", 2880, "kill -9 scenario: samples per series")
+	crashInterval := fs.Duration("kill9-interval", 2*time.Second, "kill -9 scenario: time between a series' samples; samples × interval must stay under the 2 h Prometheus keeps in its head")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// Explicit flags win over a scenario's or --quick's sizes.
+	def := func(name string, apply func()) {
+		if !set[name] {
+			apply()
+		}
+	}
+	skipMain := false
 	switch *scenario {
 	case "default":
 	case "multiday":
-		def := func(name string, apply func()) {
-			if !set[name] {
-				apply()
-			}
-		}
 		def("series", func() { *series = 2000 })
 		def("duration", func() { *duration = 72 * time.Hour })
 		def("per-shape", func() { *perShape = true })
+		def("memory-series", func() { *memSeries = "" })
+		def("kill9-series", func() { *crashSeries = 0 })
+	case "memory":
+		skipMain = true
+		def("kill9-series", func() { *crashSeries = 0 })
+		def("systems", func() { *systems = strings.Join([]string{sysActa, sysProm, sysVM}, ",") })
+	case "kill9":
+		skipMain = true
+		def("memory-series", func() { *memSeries = "" })
+		def("systems", func() { *systems = strings.Join([]string{sysActa, sysProm, sysVM}, ",") })
 	default:
-		return fmt.Errorf("unknown --scenario %q (want default or multiday)", *scenario)
+		return fmt.Errorf("unknown --scenario %q (want default, multiday, memory or kill9)", *scenario)
 	}
 	if *quick {
-		// Explicit flags still win over the quick size.
-		def := func(name string, apply func()) {
-			if !set[name] {
-				apply()
-			}
-		}
 		def("series", func() { *series = 5000 })
 		def("duration", func() { *duration = 2 * time.Hour })
 		def("verify", func() { *verifyN = 10 })
 		def("read-reps", func() { *reps = 3 })
+		def("memory-series", func() { *memSeries = "20000" })
+		def("kill9-series", func() { *crashSeries = 500 })
+	}
+	memSizes, err := parseSizes(*memSeries)
+	if err != nil {
+		return fmt.Errorf("--memory-series: %w", err)
+	}
+	if len(memSizes) > 0 && *memSamples < 1 {
+		return fmt.Errorf("--memory-samples must be at least 1, got %d", *memSamples)
+	}
+	if *crashSeries > 0 && (*crashSamples < 1 || *crashInterval <= 0) {
+		return fmt.Errorf("--kill9-samples and --kill9-interval must be positive")
+	}
+	if skipMain && len(memSizes) == 0 && *crashSeries == 0 {
+		return fmt.Errorf("--scenario %s with its scenario turned off: nothing to run", *scenario)
 	}
 	repo, err := findRepo()
 	if err != nil {
@@ -134,6 +165,13 @@ func run(args []string) error {
 		Settle:        *settle,
 		SettleTimeout: *settleTimeout,
 		PerShape:      *perShape,
+		SkipMain:      skipMain,
+		MemorySeries:  memSizes,
+		MemorySamples: *memSamples,
+		MemorySettle:  *memSettle,
+		CrashSeries:   *crashSeries,
+		CrashSamples:  *crashSamples,
+		CrashInterval: *crashInterval,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
 		},
@@ -147,6 +185,8 @@ func run(args []string) error {
 			"restart_every": restart.String(), "gomaxprocs": *procs, "warmup": *warmup, "verify_series": *verifyN,
 			"read_reps": *reps, "vm_tolerance": *vmTol, "quick": *quick, "acta_worktree": *worktree, "runs": *runs,
 			"scenario": *scenario, "per_shape": *perShape, "settle": *settle,
+			"memory_series": memSizes, "memory_samples": *memSamples, "memory_settle": memSettle.String(),
+			"kill9_series": *crashSeries, "kill9_samples": *crashSamples, "kill9_interval": crashInterval.String(),
 		},
 	}
 	results, _, err := Run(o)
@@ -192,6 +232,17 @@ func loadAvg() string {
 }
 
 func describe(c map[string]any) string {
-	return fmt.Sprintf("%v series × %v at %v (±%v), batch %v, %v senders, GOMAXPROCS=%v, seed %v, %v run(s)",
-		c["series"], c["duration"], c["interval"], c["jitter"], c["batch"], c["concurrency"], c["gomaxprocs"], c["seed"], c["runs"])
+	var parts []string
+	if sc := c["scenario"]; sc != "memory" && sc != "kill9" {
+		parts = append(parts, fmt.Sprintf("%v series × %v at %v (±%v), batch %v, %v senders",
+			c["series"], c["duration"], c["interval"], c["jitter"], c["batch"], c["concurrency"]))
+	}
+	if n, ok := c["kill9_series"].(int); ok && n > 0 {
+		parts = append(parts, fmt.Sprintf("kill -9: %v series × %v samples at %v", n, c["kill9_samples"], c["kill9_interval"]))
+	}
+	if ns, ok := c["memory_series"].([]int); ok && len(ns) > 0 {
+		parts = append(parts, fmt.Sprintf("memory: %v series × %v samples at %v, RSS %v after the last request", ns, c["memory_samples"], c["interval"], c["memory_settle"]))
+	}
+	parts = append(parts, fmt.Sprintf("GOMAXPROCS=%v, seed %v, %v run(s)", c["gomaxprocs"], c["seed"], c["runs"]))
+	return strings.Join(parts, "; ")
 }

@@ -29,6 +29,15 @@ type system struct {
 	notes       []string
 	// settle: acta-remote's maintenance can be waited for (settleActa).
 	settle bool
+	// crashSys is the instance the kill -9 scenario runs (acta-remote with
+	// limits that keep everything in the head); nil: this one.
+	crashSys *system
+	// crashWait is how long the kill -9 scenario waits after the last
+	// request before the kill (vmCrashWait).
+	crashWait time.Duration
+	// searchable, when set, makes what was just ingested readable
+	// (VictoriaMetrics's force_flush) without the whole flush.
+	searchable func(c *http.Client, base string) error
 }
 
 const (
@@ -77,6 +86,24 @@ func actaLiveSystem(bin, workDir string, interval time.Duration, gomaxprocs int)
 	}
 	return newActaSystem(sysActaLive, bin, configFile, gomaxprocs, []string{protoRW1},
 		[]string{fmt.Sprintf("block_rows %d: the %d-sample blocks max_head_age 5m leaves under live 15 s scrapes, before any compaction; its ingest figures are not meaningful", rows, rows)}), nil
+}
+
+// actaCrashSystem is acta-remote for the kill -9 scenario: the bench's
+// config with limits that flush nothing before the kill, so the restart
+// finds every sample in the WAL alone, as Prometheus does with its head.
+// A head is flushed at block_rows samples, max_head_age after its oldest
+// arrived (wall clock), or when the whole head holds more than a
+// sixteenth of max_head_bytes (flushLargest); max_head_samples would
+// refuse writes.
+func actaCrashSystem(bin, workDir string, samples, gomaxprocs int) (*system, error) {
+	rows := min(max(4096, 2*samples), 1<<20)
+	configFile := filepath.Join(workDir, "acta-remote-kill9.yaml")
+	cfg := fmt.Sprintf("storage:\n  block_rows: %d\n  max_head_age: 24h\n  max_head_bytes: 64GiB\n  max_head_samples: 0\n%s", rows, actaBenchConfig)
+	if err := os.WriteFile(configFile, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	note := fmt.Sprintf("kill -9 scenario: storage.block_rows %d, max_head_age 24h, max_head_bytes 64GiB, max_head_samples 0, so that nothing is flushed before the kill", rows)
+	return newActaSystem(sysActa, bin, configFile, gomaxprocs, []string{protoRW1}, []string{note}), nil
 }
 
 func newActaSystem(name, bin, configFile string, gomaxprocs int, protos, notes []string) *system {
@@ -172,8 +199,10 @@ func vmSystem(bin string, gomaxprocs int) *system {
 			}, gomaxprocs, logPath)
 			return p, "http://" + addr, err
 		},
-		readyPath: "/health",
-		flush:     vmForceMerge,
+		readyPath:  "/health",
+		crashWait:  vmCrashWait,
+		searchable: vmForceFlush,
+		flush:      vmForceMerge,
 		// cache/ holds rebuildable caches VictoriaMetrics writes on stop.
 		compactSkip: func(rel string) bool { return rel == "cache" },
 		reader:      func(c *http.Client, base string) reader { return vmExportReader(c, base) },
@@ -184,18 +213,30 @@ func vmSystem(bin string, gomaxprocs int) *system {
 	}
 }
 
+// vmGet sends a GET to one of VictoriaMetrics's /internal endpoints.
+func vmGet(c *http.Client, base, path string) error {
+	resp, err := c.Get(base + path)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("victoriametrics %s: HTTP %d", path, resp.StatusCode)
+	}
+	return nil
+}
+
+// vmForceFlush turns the rows VictoriaMetrics buffers into searchable
+// parts (it does so by itself within seconds).
+func vmForceFlush(c *http.Client, base string) error { return vmGet(c, base, "/internal/force_flush") }
+
 // vmForceMerge flushes in-memory rows to parts and merges every partition,
 // waiting for the merge, which VictoriaMetrics runs in the background.
 func vmForceMerge(c *http.Client, base, _ string) (string, error) {
 	for _, path := range []string{"/internal/force_flush", "/internal/force_merge?partition_prefix="} {
-		resp, err := c.Get(base + path)
-		if err != nil {
+		if err := vmGet(c, base, path); err != nil {
 			return "", err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("victoriametrics %s: HTTP %d", path, resp.StatusCode)
 		}
 	}
 	deadline := time.Now().Add(15 * time.Minute)

@@ -64,13 +64,19 @@ func (p *proc) waitReady(url string, timeout time.Duration) (time.Duration, erro
 				return time.Since(start), nil
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	return 0, fmt.Errorf("%s not ready at %s after %s", p.name, url, timeout)
 }
 
 // peakRSS is the process's high-water resident set (VmHWM), in bytes.
-func (p *proc) peakRSS() (int64, error) {
+func (p *proc) peakRSS() (int64, error) { return p.statusBytes("VmHWM") }
+
+// rss is the process's resident set now (VmRSS), in bytes.
+func (p *proc) rss() (int64, error) { return p.statusBytes("VmRSS") }
+
+// statusBytes reads a kB field of /proc/pid/status, in bytes.
+func (p *proc) statusBytes(field string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
@@ -78,12 +84,12 @@ func (p *proc) peakRSS() (int64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.cmd.Process.Pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, p.cmd.Process.Pid)
 }
 
 // stop sends SIGTERM (every system flushes what it buffers on it) and waits;
@@ -127,7 +133,24 @@ func (p *proc) writtenBytes() int64 {
 	return 0
 }
 
-// kill ends the process without ceremony (error paths only).
+// crash sends SIGKILL and waits: nothing the process buffers is
+// written, as in a crash or an OOM kill. It fails if the process had
+// already exited.
+func (p *proc) crash() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s had already exited: %v", p.name, p.err)
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-p.done
+	return nil
+}
+
+// kill ends the process without ceremony (error paths, and instances
+// whose data is thrown away).
 func (p *proc) kill() {
 	select {
 	case <-p.done:

@@ -97,7 +97,7 @@ func planPromQL(d *Dataset, seed uint64) []promqlQuery {
 
 func fmtCount(n int) string {
 	if n >= 1000 {
-		return fmt.Sprintf("%d,%03d", n/1000, n%1000)
+		return fmt.Sprintf("%s,%03d", fmtCount(n/1000), n%1000)
 	}
 	return fmt.Sprint(n)
 }

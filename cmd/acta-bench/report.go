@@ -80,7 +80,7 @@ func readMetric(i int) func(*SystemResult) (float64, bool) {
 
 func positive(v float64) (float64, bool) { return v, v > 0 }
 
-func metrics(readNames []string) []metric {
+func metrics(runs [][]*SystemResult) []metric {
 	ms := []metric{
 		{metricInfo{"ingest_rw1_samples_per_s", "Ingest RW 1.0, samples/s (sustained)", true}, ingestMetric(protoRW1, "sps")},
 		{metricInfo{"ingest_rw1_p50_ms", "RW 1.0 request latency p50, ms", false}, ingestMetric(protoRW1, "p50")},
@@ -89,10 +89,24 @@ func metrics(readNames []string) []metric {
 		{metricInfo{"ingest_rw2_p50_ms", "RW 2.0 request latency p50, ms", false}, ingestMetric(protoRW2, "p50")},
 		{metricInfo{"ingest_rw2_p99_ms", "RW 2.0 request latency p99, ms", false}, ingestMetric(protoRW2, "p99")},
 		{metricInfo{"peak_rss_mib", "Peak RSS (VmHWM) while ingesting RW 1.0 + flush, MiB", false}, func(r *SystemResult) (float64, bool) { return positive(float64(r.PeakRSSBytes) / (1 << 20)) }},
+	}
+	for _, n := range memorySizes(runs) {
+		ms = append(ms, metric{metricInfo{fmt.Sprintf("memory_%d_bytes_per_series", n),
+			fmt.Sprintf("Resident memory grown per active series, %s live series × %d samples, bytes", fmtCount(n), memorySamples(runs)), false},
+			func(r *SystemResult) (float64, bool) {
+				for _, m := range r.Memory {
+					if m.Series == n {
+						return m.BytesPerSeries, true
+					}
+				}
+				return 0, false
+			}})
+	}
+	ms = append(ms, []metric{
 		{metricInfo{"compacted_alloc_bytes_per_sample", "Disk after flush/compaction, bytes/sample (allocated, du)", false}, func(r *SystemResult) (float64, bool) { return positive(r.Compacted.AllocPerSample) }},
 		{metricInfo{"compacted_apparent_bytes_per_sample", "Disk after flush/compaction, bytes/sample (apparent)", false}, func(r *SystemResult) (float64, bool) { return positive(r.Compacted.ApparentPerSample) }},
 		{metricInfo{"data_dir_alloc_bytes_per_sample", "Whole data dir after stop, bytes/sample (allocated)", false}, func(r *SystemResult) (float64, bool) { return positive(r.DataDir.AllocPerSample) }},
-	}
+	}...)
 	settleMetric := func(get func(SettleResult) float64) func(*SystemResult) (float64, bool) {
 		return func(r *SystemResult) (float64, bool) {
 			if len(r.Settle) == 0 {
@@ -138,11 +152,66 @@ func metrics(readNames []string) []metric {
 			}},
 		)
 	}
-	for i, n := range readNames {
+	for i, n := range readNames(runs) {
 		ms = append(ms, metric{metricInfo{fmt.Sprintf("read_%d_p50_ms", i), "Read " + n + ", p50 ms", false}, readMetric(i)})
 	}
 	ms = append(ms, metric{metricInfo{"restart_ready_s", "Restart to ready after stop, s", false}, func(r *SystemResult) (float64, bool) { return positive(r.RestartSec) }})
+	if c := crashShape(runs); c != nil {
+		head := fmt.Sprintf("%s series × %s samples in the head", fmtCount(c.Series), fmtCount(int(c.Samples/int64(c.Series))))
+		crash := func(get func(*CrashResult) float64) func(*SystemResult) (float64, bool) {
+			return func(r *SystemResult) (float64, bool) {
+				if r.Crash == nil {
+					return 0, false
+				}
+				return positive(get(r.Crash))
+			}
+		}
+		ms = append(ms,
+			metric{metricInfo{"restart_kill9_s", "Restart after kill -9, " + head + ", to ready and one series read whole, s", false}, crash(func(c *CrashResult) float64 { return c.QueryableSec })},
+			metric{metricInfo{"restart_kill9_ready_s", "... of which to the ready probe's 200, s", false}, crash(func(c *CrashResult) float64 { return c.ReadySec })},
+		)
+	}
 	return ms
+}
+
+// memorySizes are the memory scenario's sizes that have a result, in
+// the order they ran.
+func memorySizes(runs [][]*SystemResult) []int {
+	var out []int
+	for _, run := range runs {
+		for _, r := range run {
+			for _, m := range r.Memory {
+				if !slices.Contains(out, m.Series) {
+					out = append(out, m.Series)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// memorySamples is the memory scenario's samples per series.
+func memorySamples(runs [][]*SystemResult) int {
+	for _, run := range runs {
+		for _, r := range run {
+			for _, m := range r.Memory {
+				return m.Samples
+			}
+		}
+	}
+	return 0
+}
+
+// crashShape is a kill -9 result, for its size.
+func crashShape(runs [][]*SystemResult) *CrashResult {
+	for _, run := range runs {
+		for _, r := range run {
+			if r.Crash != nil {
+				return r.Crash
+			}
+		}
+	}
+	return nil
 }
 
 func readNames(runs [][]*SystemResult) []string {
@@ -164,7 +233,7 @@ func readNames(runs [][]*SystemResult) []string {
 // computes each peer's ratio to acta-remote from the medians.
 func buildReport(rep *Report, runs [][]*SystemResult) {
 	rep.Runs = runs
-	ms := metrics(readNames(runs))
+	ms := metrics(runs)
 	rep.Metrics = nil
 	for _, m := range ms {
 		rep.Metrics = append(rep.Metrics, m.metricInfo)
@@ -253,7 +322,7 @@ func findSummary(ss []SystemSummary, name string) *SystemSummary {
 // median, with the range when there were several runs) and, for each peer,
 // its ratio to acta-remote with who is ahead.
 func writeMarkdown(w io.Writer, rep *Report) {
-	ms := metrics(readNames(rep.Runs))
+	ms := metrics(rep.Runs)
 	acta := findSummary(rep.Summary, sysActa)
 	isPeer := func(s SystemSummary) bool { return acta != nil && s.Name != sysActa }
 	fmt.Fprintf(w, "| Metric |")
@@ -272,6 +341,11 @@ func writeMarkdown(w io.Writer, rep *Report) {
 	}
 	fmt.Fprintln(w)
 	for _, m := range ms {
+		// A row no system has a figure for (a scenario that did not run)
+		// is left out.
+		if !slices.ContainsFunc(rep.Summary, func(s SystemSummary) bool { _, ok := s.Values[m.Key]; return ok }) {
+			continue
+		}
 		fmt.Fprintf(w, "| %s |", m.Label)
 		for _, s := range rep.Summary {
 			c, ok := s.Values[m.Key]
