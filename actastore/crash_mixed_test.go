@@ -153,6 +153,73 @@ func readMixed(t *testing.T, s *Store) mixedState {
 	return st
 }
 
+// checkRound requires of what a reopened store returned (got): everything
+// an earlier reopen returned (prev) is still there; every float and
+// histogram of an acknowledged batch is back bit for bit; nothing is back
+// that neither prev nor batch(n), n <= maxAck+2 (the child may have
+// committed a batch or two it did not live to acknowledge), held. It
+// returns the help texts of those batches' metadata.
+func checkRound(t *testing.T, round int, got, prev mixedState, acked map[int]bool, maxAck int, batch func(n int) *Batch) map[string]bool {
+	t.Helper()
+	for k, m := range prev.floats {
+		for ts, bits := range m {
+			if got.floats[k][ts] != bits {
+				t.Fatalf("round %d: earlier float %s@%d lost", round, k, ts)
+			}
+		}
+	}
+	for k, m := range prev.hists {
+		for ts, rec := range m {
+			if got.hists[k][ts] != rec {
+				t.Fatalf("round %d: earlier histogram %s@%d lost", round, k, ts)
+			}
+		}
+	}
+	sentF := map[string]map[int64]uint64{}
+	sentH := map[string]map[int64]string{}
+	helps := map[string]bool{}
+	for n := 0; n <= maxAck+2; n++ {
+		b := batch(n)
+		for _, md := range b.Metadata {
+			helps[md.Help] = true
+		}
+		for _, d := range b.Series {
+			k := d.Labels.String()
+			if sentF[k] == nil {
+				sentF[k], sentH[k] = map[int64]uint64{}, map[int64]string{}
+			}
+			for _, smp := range d.Samples {
+				sentF[k][smp.T] = math.Float64bits(smp.V)
+				if acked[n] && got.floats[k][smp.T] != math.Float64bits(smp.V) {
+					t.Fatalf("round %d: acked float of batch %d %s@%d lost", round, n, k, smp.T)
+				}
+			}
+			for _, h := range d.Histograms {
+				rec := string(histfile.AppendRecord(nil, h))
+				sentH[k][h.T] = rec
+				if acked[n] && got.hists[k][h.T] != rec {
+					t.Fatalf("round %d: acked histogram of batch %d %s@%d lost", round, n, k, h.T)
+				}
+			}
+		}
+	}
+	for k, m := range got.floats {
+		for ts, bits := range m {
+			if prev.floats[k][ts] != bits && sentF[k][ts] != bits {
+				t.Fatalf("round %d: float %s@%d was never sent", round, k, ts)
+			}
+		}
+	}
+	for k, m := range got.hists {
+		for ts, rec := range m {
+			if prev.hists[k][ts] != rec && sentH[k][ts] != rec {
+				t.Fatalf("round %d: histogram %s@%d was never sent", round, k, ts)
+			}
+		}
+	}
+	return helps
+}
+
 func TestCrashKill9Mixed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test is slow")
@@ -177,61 +244,7 @@ func TestCrashKill9Mixed(t *testing.T) {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}
 		got := readMixed(t, s)
-		// What an earlier reopen returned is still there.
-		for k, m := range prev.floats {
-			for ts, bits := range m {
-				if got.floats[k][ts] != bits {
-					t.Fatalf("round %d: earlier float %s@%d lost", round, k, ts)
-				}
-			}
-		}
-		for k, m := range prev.hists {
-			for ts, rec := range m {
-				if got.hists[k][ts] != rec {
-					t.Fatalf("round %d: earlier histogram %s@%d lost", round, k, ts)
-				}
-			}
-		}
-		sentF := map[string]map[int64]uint64{}
-		sentH := map[string]map[int64]string{}
-		helps := map[string]bool{}
-		for n := 0; n <= maxAck+2; n++ {
-			b := mixedBatch(round, n)
-			helps[b.Metadata[0].Help] = true
-			for _, d := range b.Series {
-				k := d.Labels.String()
-				if sentF[k] == nil {
-					sentF[k], sentH[k] = map[int64]uint64{}, map[int64]string{}
-				}
-				for _, smp := range d.Samples {
-					sentF[k][smp.T] = math.Float64bits(smp.V)
-					if acked[n] && got.floats[k][smp.T] != math.Float64bits(smp.V) {
-						t.Fatalf("round %d: acked float of batch %d %s@%d lost", round, n, k, smp.T)
-					}
-				}
-				for _, h := range d.Histograms {
-					rec := string(histfile.AppendRecord(nil, h))
-					sentH[k][h.T] = rec
-					if acked[n] && got.hists[k][h.T] != rec {
-						t.Fatalf("round %d: acked histogram of batch %d %s@%d lost", round, n, k, h.T)
-					}
-				}
-			}
-		}
-		for k, m := range got.floats {
-			for ts, bits := range m {
-				if prev.floats[k][ts] != bits && sentF[k][ts] != bits {
-					t.Fatalf("round %d: float %s@%d was never sent", round, k, ts)
-				}
-			}
-		}
-		for k, m := range got.hists {
-			for ts, rec := range m {
-				if prev.hists[k][ts] != rec && sentH[k][ts] != rec {
-					t.Fatalf("round %d: histogram %s@%d was never sent", round, k, ts)
-				}
-			}
-		}
+		helps := checkRound(t, round, got, prev, acked, maxAck, func(n int) *Batch { return mixedBatch(round, n) })
 		if maxAck >= 0 {
 			// The newest acknowledged exemplar of every series is kept (the
 			// store keeps the newest 32), and the metadata is one a batch of

@@ -172,8 +172,7 @@ func TestCrashKill9Tiers(t *testing.T) {
 	rounds := crashRounds("ACTASTORE_CRASH_ROUNDS", 20)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(16, 16))
-	var prevF map[string]map[int64]uint64
-	var prevH map[string]map[int64]string
+	var prev mixedState
 	total := 0
 	var finished atomic.Int64
 	for round := range rounds {
@@ -191,58 +190,8 @@ func TestCrashKill9Tiers(t *testing.T) {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}
 		got := readMixedNamed(t, s, "crash_tier")
-		for k, m := range prevF {
-			for ts, bits := range m {
-				if got.floats[k][ts] != bits {
-					t.Fatalf("round %d: earlier float %s@%d lost", round, k, ts)
-				}
-			}
-		}
-		for k, m := range prevH {
-			for ts, rec := range m {
-				if got.hists[k][ts] != rec {
-					t.Fatalf("round %d: earlier histogram %s@%d lost", round, k, ts)
-				}
-			}
-		}
-		sentF := map[string]map[int64]uint64{}
-		sentH := map[string]map[int64]string{}
-		for n := 0; n <= maxAck+2; n++ {
-			for _, d := range tierCrashBatch(round, n).Series {
-				k := d.Labels.String()
-				if sentF[k] == nil {
-					sentF[k], sentH[k] = map[int64]uint64{}, map[int64]string{}
-				}
-				for _, smp := range d.Samples {
-					sentF[k][smp.T] = math.Float64bits(smp.V)
-					if acked[n] && got.floats[k][smp.T] != math.Float64bits(smp.V) {
-						t.Fatalf("round %d: acked float of batch %d %s@%d lost", round, n, k, smp.T)
-					}
-				}
-				for _, h := range d.Histograms {
-					rec := string(histfile.AppendRecord(nil, h))
-					sentH[k][h.T] = rec
-					if acked[n] && got.hists[k][h.T] != rec {
-						t.Fatalf("round %d: acked histogram of batch %d %s@%d lost", round, n, k, h.T)
-					}
-				}
-			}
-		}
-		for k, m := range got.floats {
-			for ts, bits := range m {
-				if prevF[k][ts] != bits && sentF[k][ts] != bits {
-					t.Fatalf("round %d: float %s@%d was never sent", round, k, ts)
-				}
-			}
-		}
-		for k, m := range got.hists {
-			for ts, rec := range m {
-				if prevH[k][ts] != rec && sentH[k][ts] != rec {
-					t.Fatalf("round %d: histogram %s@%d was never sent", round, k, ts)
-				}
-			}
-		}
-		prevF, prevH = got.floats, got.hists
+		checkRound(t, round, got, prev, acked, maxAck, func(n int) *Batch { return tierCrashBatch(round, n) })
+		prev = got
 		if round%2 == 0 {
 			if err := s.Close(); err != nil {
 				t.Fatalf("round %d: close: %v", round, err)
