@@ -191,7 +191,9 @@ func checkRound(t *testing.T, round int, got, prev mixedState, acked map[int]boo
 			for _, smp := range d.Samples {
 				sentF[k][smp.T] = math.Float64bits(smp.V)
 				if acked[n] && got.floats[k][smp.T] != math.Float64bits(smp.V) {
-					t.Fatalf("round %d: acked float of batch %d %s@%d lost", round, n, k, smp.T)
+					bits, present := got.floats[k][smp.T]
+					t.Fatalf("round %d: acked float of batch %d %s@%d lost (sent %#x; read back %#x, present %v; %d samples of the series read)",
+						round, n, k, smp.T, math.Float64bits(smp.V), bits, present, len(got.floats[k]))
 				}
 			}
 			for _, h := range d.Histograms {
