@@ -60,7 +60,8 @@ type Options struct {
 	MaxOpenFiles int // open series file writers kept (LRU); default 256
 	// MaxOpenReaders is how many series file readers reads keep open
 	// between queries (LRU; file descriptors, which Go raises to the hard
-	// limit at start-up); default 4096, negative: none.
+	// limit at start-up); default half that limit, 4096 to 65536
+	// (readers_limit_unix.go), negative: none.
 	MaxOpenReaders int
 	// MaxReaderBytes bounds the memory those readers' block indexes hold;
 	// default 64 MiB.

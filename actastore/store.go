@@ -93,7 +93,7 @@ func (o *Options) setDefaults() {
 		o.MaxOpenFiles = 256
 	}
 	if o.MaxOpenReaders == 0 {
-		o.MaxOpenReaders = 4096
+		o.MaxOpenReaders = defaultMaxOpenReaders()
 	}
 	if o.MaxReaderBytes == 0 {
 		o.MaxReaderBytes = 64 << 20
