@@ -59,6 +59,12 @@ func readFileStats[S any](k kind[S], rc *readerCache, path string, mint, maxt in
 		return 0, 0, false, err
 	}
 	defer done()
+	return readOpened(k, r, remote, mint, maxt, st, fn)
+}
+
+// readOpened is readFileStats on an open reader (remote: its reads go to
+// the object store).
+func readOpened[S any](k kind[S], r *acta.Reader, remote bool, mint, maxt int64, st *readStats, fn func(run []S) error) (lo, hi int64, ok bool, err error) {
 	for _, bi := range r.Blocks() {
 		if bi.Rows == 0 {
 			continue

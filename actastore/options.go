@@ -70,6 +70,11 @@ type Options struct {
 	MaxQuerySeries  int   // per Select; 0 means unlimited
 	MaxQuerySamples int64 // per Select; 0 means unlimited
 
+	// MaxChunkCacheBytes bounds the XOR chunks streamed remote reads keep
+	// on cached readers, so that a file read again is not decoded and
+	// encoded again (xorcache.go); default 128 MiB, negative: none.
+	MaxChunkCacheBytes int64
+
 	// FlushZstd compresses head-flushed blocks with Zstandard at
 	// ZstdLevel (off in the zero Options; the server's default config turns
 	// it on with FlushZstdMinRows 128): on the ~20-row blocks a 15 s series

@@ -42,6 +42,13 @@ type readerCache struct {
 
 	hits, misses, evictions atomic.Int64
 
+	// maxChunkBytes bounds the XOR chunks kept on cached readers
+	// (xorcache.go); chunkBytes is what they hold. 0: none kept.
+	maxChunkBytes int64
+	chunkBytes    int64
+	chunkHits     atomic.Int64
+	chunkBuilds   atomic.Int64
+
 	// remote opens a file whose local copy is missing from the object
 	// store (tier.openRemote); nil without a tier. ok is false for a file
 	// the tier does not hold.
@@ -57,6 +64,11 @@ type cachedReader struct {
 	refs   int  // guarded by readerCache.mu
 	stale  bool // out of the cache: close when refs drop to 0
 	remote bool // reads go to the object store
+	solo   bool // not in the cache: used by one read, closed after
+	// chunks are the file's samples as XOR chunks once a streamed read
+	// built them (xorcache.go); nil until then. Guarded by
+	// readerCache.mu; immutable once set.
+	chunks *fileChunks
 }
 
 // readerIndexBytes estimates what an open reader holds: its block index
@@ -72,12 +84,22 @@ func newReaderCache(maxOpen int, maxBytes int64) *readerCache {
 // gone). A nil cache opens a fresh reader every time (tools that read a
 // directory another process writes: ReadOnly).
 func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
+	cr, done, err := c.acquire(path)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return cr.r, done, cr.remote, nil
+}
+
+// acquire is open returning the cache entry: solo when it is not cached
+// (no cache, or invalidated while it was being opened).
+func (c *readerCache) acquire(path string) (*cachedReader, func(), error) {
 	if c == nil || c.maxOpen <= 0 {
 		r, remote, err := c.openFile(path)
 		if err != nil {
-			return nil, nil, false, err
+			return nil, nil, err
 		}
-		return r, func() { r.Close() }, remote, nil
+		return &cachedReader{path: path, r: r, remote: remote, solo: true}, func() { r.Close() }, nil
 	}
 	c.mu.Lock()
 	if el, ok := c.m[path]; ok {
@@ -86,7 +108,7 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
 		c.ll.MoveToFront(el)
 		c.mu.Unlock()
 		c.hits.Add(1)
-		return cr.r, func() { c.release(cr) }, cr.remote, nil
+		return cr, func() { c.release(cr) }, nil
 	}
 	g := &c.gens[xxhash.Sum64String(path)%uint64(len(c.gens))]
 	gen := *g
@@ -94,7 +116,7 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
 	c.misses.Add(1)
 	r, remote, err := c.openFile(path)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
 	cr := &cachedReader{path: path, r: r, bytes: readerIndexBytes(r), refs: 1, remote: remote}
 	c.mu.Lock()
@@ -102,7 +124,8 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
 		// Invalidated while it was being opened: its snapshot may predate
 		// the change.
 		c.mu.Unlock()
-		return r, func() { r.Close() }, remote, nil
+		cr.solo = true
+		return cr, func() { r.Close() }, nil
 	}
 	if el, ok := c.m[path]; ok {
 		// Another read opened it meanwhile: use the cached one.
@@ -110,13 +133,13 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
 		old.refs++
 		c.mu.Unlock()
 		r.Close()
-		return old.r, func() { c.release(old) }, old.remote, nil
+		return old, func() { c.release(old) }, nil
 	}
 	c.m[path] = c.ll.PushFront(cr)
 	c.bytes += cr.bytes
 	c.evictLocked()
 	c.mu.Unlock()
-	return r, func() { c.release(cr) }, remote, nil
+	return cr, func() { c.release(cr) }, nil
 }
 
 // openFile opens the local file, or, when it is missing and the store has
@@ -163,6 +186,9 @@ func (c *readerCache) dropLocked(el *list.Element) {
 	c.ll.Remove(el)
 	delete(c.m, cr.path)
 	c.bytes -= cr.bytes
+	if cr.chunks != nil {
+		c.chunkBytes -= cr.chunks.bytes
+	}
 	cr.stale = true
 	if cr.refs == 0 {
 		cr.r.Close()

@@ -1,0 +1,168 @@
+package actastore
+
+import (
+	"context"
+	"math"
+
+	"github.com/acta-remote/acta-remote/acta"
+	"github.com/acta-remote/acta-remote/xorchunk"
+)
+
+// A streamed remote read sends a series' floats as Prometheus XOR chunks.
+// Decoding a file's Acta blocks to float64 and encoding them again as XOR
+// is most of the CPU of a read of many series, and a file that does not
+// change gives the same chunks every time: so the chunks of a file, once
+// built, are kept on its cached reader. They live and die with it: the
+// store invalidates a file's reader before a flush, a compaction, a merge,
+// a deletion or retention changes the file (readers.go), which drops the
+// chunks too, and a reader holds one snapshot of its file, so chunks built
+// from it are that snapshot's. The chunks' bytes are bounded apart from
+// the readers' (Options.MaxChunkCacheBytes); once the bound is reached,
+// further files are read as before (decoded per read) instead of pushing
+// out chunks a query is cycling through: an LRU smaller than a wide
+// query's working set would never hit.
+
+// ChunkSamples is the number of samples in each XOR chunk Select hands
+// out (the last of a file's may hold fewer): Prometheus's head chunk size,
+// so a remote-read client sees the chunk sizes it is used to.
+const ChunkSamples = 120
+
+// XORChunk is one Prometheus XOR chunk (chunkenc.EncXOR bytes, as
+// xorchunk writes them) of a series' float samples.
+type XORChunk struct {
+	MinT, MaxT int64 // ms, the first and last sample's timestamps
+	Samples    int
+	Data       []byte // shared: never modified
+}
+
+// FloatPart is a run of a series' float samples: XOR chunks, or samples
+// (exactly one of the two is set).
+type FloatPart struct {
+	Chunks  []XORChunk
+	Samples []Sample
+}
+
+// ChunkedSeries is a Series of a Select whose context came from
+// WithXORChunks: FloatParts returns its float samples as parts in time
+// order, each one's timestamps after the previous one's, together exactly
+// the samples Iterator returns; nil when it has no chunks (read Iterator).
+type ChunkedSeries interface {
+	Series
+	FloatParts() []FloatPart
+}
+
+type xorChunksKey struct{}
+
+// WithXORChunks returns a context whose Selects hand out float samples as
+// XOR chunks where a file's chunks are kept or can be (ChunkedSeries): what
+// a streamed remote read sends.
+func WithXORChunks(ctx context.Context) context.Context {
+	return context.WithValue(ctx, xorChunksKey{}, true)
+}
+
+func wantsXORChunks(ctx context.Context) bool {
+	v, _ := ctx.Value(xorChunksKey{}).(bool)
+	return v
+}
+
+// fileChunks are a float file's samples (sorted, one per timestamp: the
+// first stored wins, as readTrack merges them) as XOR chunks.
+type fileChunks struct {
+	chunks []XORChunk
+	bytes  int64 // what they cost: data and headers
+}
+
+// chunkHeaderBytes is an XORChunk's own size.
+const chunkHeaderBytes = 48
+
+// buildFileChunks decodes every block of a float file and encodes its
+// samples as XOR chunks of ChunkSamples. st counts what it fetched from
+// the object store.
+func buildFileChunks(r *acta.Reader, remote bool, st *readStats) (*fileChunks, error) {
+	var runs [][]Sample
+	if _, _, _, err := readOpened(floats, r, remote, math.MinInt64, math.MaxInt64, st, func(run []Sample) error {
+		runs = append(runs, run)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return encodeChunks(mergeRuns(floats, runs)), nil
+}
+
+// encodeChunks encodes sorted samples as XOR chunks in one buffer.
+func encodeChunks(ss []Sample) *fileChunks {
+	fc := &fileChunks{chunks: make([]XORChunk, 0, (len(ss)+ChunkSamples-1)/ChunkSamples)}
+	// XOR takes 1-10 bytes a sample; grow from a guess of 2.
+	buf := make([]byte, 0, 2*len(ss)+16)
+	var enc xorchunk.Encoder
+	for i := 0; i < len(ss); i += ChunkSamples {
+		part := ss[i:min(i+ChunkSamples, len(ss))]
+		start := len(buf)
+		enc.Start(buf)
+		for _, s := range part {
+			enc.Append(s.T, s.V)
+		}
+		buf = enc.Finish()
+		fc.chunks = append(fc.chunks, XORChunk{MinT: part[0].T, MaxT: part[len(part)-1].T, Samples: len(part), Data: buf[start:len(buf):len(buf)]})
+	}
+	// Data slices point into buf, reallocated as it grew: re-slice them
+	// into the final array so the file's chunks hold one allocation.
+	off := 0
+	for i := range fc.chunks {
+		n := len(fc.chunks[i].Data)
+		fc.chunks[i].Data = buf[off : off+n : off+n]
+		off += n
+	}
+	fc.bytes = int64(cap(buf)) + chunkHeaderBytes*int64(len(fc.chunks))
+	return fc
+}
+
+// cachedChunks returns the XOR chunks of the float file at path, from its
+// cached reader or, when build is set and the bound allows, built now and
+// kept there. nil without error: not kept and not built (the caller
+// decodes the file as usual).
+func (c *readerCache) cachedChunks(path string, build bool, st *readStats) (*fileChunks, error) {
+	if c == nil || c.maxOpen <= 0 || c.maxChunkBytes <= 0 {
+		return nil, nil
+	}
+	cr, done, err := c.acquire(path)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	c.mu.Lock()
+	fc, room := cr.chunks, c.chunkBytes < c.maxChunkBytes
+	c.mu.Unlock()
+	if fc != nil {
+		c.chunkHits.Add(1)
+		return fc, nil
+	}
+	if !build || !room || cr.solo {
+		return nil, nil
+	}
+	fc, err = buildFileChunks(cr.r, cr.remote, st)
+	if err != nil {
+		return nil, err
+	}
+	c.chunkBuilds.Add(1)
+	c.mu.Lock()
+	// A reader dropped meanwhile (its file changed) keeps its snapshot:
+	// the chunks serve this read and are not kept.
+	if !cr.stale && cr.chunks == nil && c.chunkBytes+fc.bytes <= c.maxChunkBytes {
+		cr.chunks = fc
+		c.chunkBytes += fc.bytes
+	}
+	c.mu.Unlock()
+	return fc, nil
+}
+
+// chunkStats is the bytes of XOR chunks kept and how many files' chunks
+// were used and built.
+func (c *readerCache) chunkStats() (bytes, hits, builds int64) {
+	if c == nil {
+		return 0, 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.chunkBytes, c.chunkHits.Load(), c.chunkBuilds.Load()
+}
