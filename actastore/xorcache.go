@@ -117,10 +117,27 @@ func encodeChunks(ss []Sample) *fileChunks {
 	return fc
 }
 
+// maxKeptRows is the largest file whose chunks are built: building
+// decodes the whole file whatever range the read asked for, which for a
+// file of a day of 15 s samples (5,760) costs little more than the read,
+// and must not cost a narrow read of a huge file a decode of all of it.
+// 65,536 is one compacted block.
+const maxKeptRows = 1 << 16
+
+func fileRows(r *acta.Reader) int64 {
+	var n int64
+	for _, bi := range r.Blocks() {
+		n += int64(bi.Rows)
+	}
+	return n
+}
+
 // cachedChunks returns the XOR chunks of the float file at path, from its
 // cached reader or, when build is set and the bound allows, built now and
 // kept there. nil without error: not kept and not built (the caller
-// decodes the file as usual).
+// decodes the file as usual). Files in the object store are not built: a
+// read there fetches only the blocks in its range, building would fetch
+// them all.
 func (c *readerCache) cachedChunks(path string, build bool, st *readStats) (*fileChunks, error) {
 	if c == nil || c.maxOpen <= 0 || c.maxChunkBytes <= 0 {
 		return nil, nil
@@ -137,7 +154,7 @@ func (c *readerCache) cachedChunks(path string, build bool, st *readStats) (*fil
 		c.chunkHits.Add(1)
 		return fc, nil
 	}
-	if !build || !room || cr.solo {
+	if !build || !room || cr.solo || cr.remote || fileRows(cr.r) > maxKeptRows {
 		return nil, nil
 	}
 	fc, err = buildFileChunks(cr.r, cr.remote, st)

@@ -312,3 +312,30 @@ func TestConcurrentChunkReadsWhileFilesChange(t *testing.T) {
 	}
 	t.Logf("%d reads; chunks: %d builds, %d hits, %d series as chunks; stats %+v", reads.Load(), builds, hits, chunkReads.Load(), s.Stats())
 }
+
+// A file of more than maxKeptRows rows is read as before, not kept: a
+// narrow read must not decode all of it.
+func TestXORChunkLargeFileNotKept(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{BlockRows: 1 << 17, MaintenanceInterval: -1})
+	ss := make([]Sample, maxKeptRows+1)
+	for j := range ss {
+		ss[j] = Sample{T: int64(j) * 1000, V: float64(j % 77)}
+	}
+	if _, err := s.Append(ctx, []SeriesSamples{{Labels: labels.FromStrings("__name__", "big"), Samples: ss}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := selectParts(t, s, false, 5000, 9000)
+	for range 2 {
+		got, chunks := selectParts(t, s, true, 5000, 9000)
+		sameSamples(t, "large file", got, want)
+		if b, _, builds := s.readers.chunkStats(); chunks != 0 || b != 0 || builds != 0 {
+			t.Fatalf("large file: %d chunks handed out, %d bytes kept, %d builds", chunks, b, builds)
+		}
+	}
+	if n := len(want[`{__name__="big"}`]); n != 5 {
+		t.Fatalf("%d samples in [5000, 9000], want 5", n)
+	}
+}
