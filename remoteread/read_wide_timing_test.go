@@ -116,7 +116,11 @@ func openWide(b *testing.B, state string) *wideStore {
 	// later -count runs, reuse it): TestMain removes it (closeWide). With
 	// $ACTA_BENCH_WIDE_DIR it is kept there, and later runs (of another
 	// commit, for a before/after) open it instead of writing it again.
+	// Not the head: closing the store flushes it.
 	keep := os.Getenv("ACTA_BENCH_WIDE_DIR")
+	if state == "head" {
+		keep = ""
+	}
 	dir := filepath.Join(keep, state)
 	reuse := false
 	if keep == "" {
