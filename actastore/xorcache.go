@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/xorchunk"
 )
@@ -182,4 +184,20 @@ func (c *readerCache) chunkStats() (bytes, hits, builds int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.chunkBytes, c.chunkHits.Load(), c.chunkBuilds.Load()
+}
+
+// chunkCacheMetrics are the kept chunks' gauges and counters; rc is read
+// at each scrape.
+func chunkCacheMetrics(rc func() *readerCache) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "acta_store_kept_chunk_bytes", Help: "Bytes of XOR chunks kept on cached readers for streamed remote reads (bounded by Options.MaxChunkCacheBytes).",
+		}, func() float64 { b, _, _ := rc().chunkStats(); return float64(b) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "acta_store_kept_chunk_hits_total", Help: "Series file reads of streamed remote reads served from kept XOR chunks.",
+		}, func() float64 { _, h, _ := rc().chunkStats(); return float64(h) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "acta_store_kept_chunk_builds_total", Help: "Series files whose XOR chunks a streamed remote read built (kept if the bound allowed).",
+		}, func() float64 { _, _, n := rc().chunkStats(); return float64(n) }),
+	}
 }
