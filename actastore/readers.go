@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -41,6 +42,8 @@ type readerCache struct {
 	gens [256]uint64
 
 	hits, misses, evictions atomic.Int64
+	refused                 atomic.Int64 // opens not cached: full of readers used within minResidency
+	clock                   func() int64 // ns; nil: the wall clock (tests set it)
 
 	// maxChunkBytes bounds the XOR chunks kept on cached readers
 	// (xorcache.go); chunkBytes is what they hold. 0: none kept.
@@ -61,10 +64,11 @@ type cachedReader struct {
 	path   string
 	r      *acta.Reader
 	bytes  int64
-	refs   int  // guarded by readerCache.mu
-	stale  bool // out of the cache: close when refs drop to 0
-	remote bool // reads go to the object store
-	solo   bool // not in the cache: used by one read, closed after
+	refs   int   // guarded by readerCache.mu
+	used   int64 // last acquired, readerCache.now() ns; guarded by readerCache.mu
+	stale  bool  // out of the cache: close when refs drop to 0
+	remote bool  // reads go to the object store
+	solo   bool  // not in the cache: used by one read, closed after
 	// chunks are the file's samples as XOR chunks once a streamed read
 	// built them (xorcache.go); nil until then. Guarded by
 	// readerCache.mu; immutable once set.
@@ -105,6 +109,7 @@ func (c *readerCache) acquire(path string) (*cachedReader, func(), error) {
 	if el, ok := c.m[path]; ok {
 		cr := el.Value.(*cachedReader)
 		cr.refs++
+		cr.used = c.now()
 		c.ll.MoveToFront(el)
 		c.mu.Unlock()
 		c.hits.Add(1)
@@ -134,6 +139,13 @@ func (c *readerCache) acquire(path string) (*cachedReader, func(), error) {
 		c.mu.Unlock()
 		r.Close()
 		return old, func() { c.release(old) }, nil
+	}
+	cr.used = c.now()
+	if c.fullOfRecentLocked(cr.bytes, cr.used) {
+		c.mu.Unlock()
+		c.refused.Add(1)
+		cr.solo = true
+		return cr, func() { r.Close() }, nil
 	}
 	c.m[path] = c.ll.PushFront(cr)
 	c.bytes += cr.bytes
@@ -171,6 +183,33 @@ func (c *readerCache) release(cr *cachedReader) {
 	if closeIt {
 		cr.r.Close()
 	}
+}
+
+// minResidency is how long a cached reader is safe from eviction after
+// its last use. A query over more files than the cache holds cycles
+// through them in the same order every time, and an LRU evicting for each
+// new file would evict exactly the one the next query wants first: every
+// open a miss, forever. With the cache full of readers used this recently,
+// a new file is read with a reader of its own instead (opened, used,
+// closed), so a cyclic scan of N files over a cache of C keeps hitting C of
+// them; a working set that moves on takes over the cache a minute later.
+const minResidency = time.Minute
+
+// fullOfRecentLocked reports whether adding a reader of size bytes would
+// evict one used within minResidency of now.
+func (c *readerCache) fullOfRecentLocked(bytes, now int64) bool {
+	full := c.ll.Len() >= c.maxOpen || (c.maxBytes > 0 && c.bytes+bytes > c.maxBytes && c.ll.Len() > 0)
+	if !full {
+		return false
+	}
+	return now-c.ll.Back().Value.(*cachedReader).used < int64(minResidency)
+}
+
+func (c *readerCache) now() int64 {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now().UnixNano()
 }
 
 // evictLocked drops least recently used readers beyond the bounds.

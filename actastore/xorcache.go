@@ -108,7 +108,12 @@ func encodeChunks(ss []Sample) *fileChunks {
 		fc.chunks = append(fc.chunks, XORChunk{MinT: part[0].T, MaxT: part[len(part)-1].T, Samples: len(part), Data: buf[start:len(buf):len(buf)]})
 	}
 	// Data slices point into buf, reallocated as it grew: re-slice them
-	// into the final array so the file's chunks hold one allocation.
+	// into the final array so the file's chunks hold one allocation,
+	// copied to its length when growing left much spare capacity (kept
+	// for as long as the reader is: the bound counts capacity).
+	if cap(buf)-len(buf) > len(buf)/8 {
+		buf = append(make([]byte, 0, len(buf)), buf...)
+	}
 	off := 0
 	for i := range fc.chunks {
 		n := len(fc.chunks[i].Data)
