@@ -169,7 +169,7 @@ func readFloatRunsOnce(s *Store, ms *memSeries, mint, maxt int64, st *readStats)
 			}
 		}
 		path := filePath(s.dir, k, ms.ref, f.start)
-		fc, err := s.readers.cachedChunks(path, true, st)
+		fc, err := s.readers.cachedChunks(path, mint, maxt, st)
 		if errors.Is(err, os.ErrNotExist) {
 			missing = true
 			continue

@@ -124,28 +124,38 @@ func encodeChunks(ss []Sample) *fileChunks {
 	return fc
 }
 
-// maxKeptRows is the largest file whose chunks are built: building
-// decodes the whole file whatever range the read asked for, which for a
-// file of a day of 15 s samples (5,760) costs little more than the read,
-// and must not cost a narrow read of a huge file a decode of all of it.
-// 65,536 is one compacted block.
+// maxKeptRows is the largest file whose chunks are built: one compacted
+// block (a day of 15 s samples is 5,760), so that one huge file neither
+// takes the bound alone nor costs its read a long encode.
 const maxKeptRows = 1 << 16
 
-func fileRows(r *acta.Reader) int64 {
-	var n int64
+// covers reports whether the chunks of r's file are worth building for a
+// read of [mint, maxt]: the read takes all of the file (building costs it
+// what reading costs, plus the copy), and the file holds at most
+// maxKeptRows. A read of part of a file is served from chunks kept
+// already, but does not build them: it would encode every sample of the
+// file for the few it sends (a 1 h read of a 6 h file, 1,000 series at a
+// time, got slower that way).
+func covers(r *acta.Reader, mint, maxt int64) bool {
+	var rows int64
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, bi := range r.Blocks() {
-		n += int64(bi.Rows)
+		if bi.Rows == 0 {
+			continue
+		}
+		rows += int64(bi.Rows)
+		lo, hi = min(lo, bi.Min), max(hi, bi.Max)
 	}
-	return n
+	return rows > 0 && rows <= maxKeptRows && mint <= lo && maxt >= hi
 }
 
 // cachedChunks returns the XOR chunks of the float file at path, from its
-// cached reader or, when build is set and the bound allows, built now and
-// kept there. nil without error: not kept and not built (the caller
+// cached reader or, when the read of [mint, maxt] covers the file (covers)
+// and the bound allows, built now and kept there. nil without error: not kept and not built (the caller
 // decodes the file as usual). Files in the object store are not built: a
 // read there fetches only the blocks in its range, building would fetch
 // them all.
-func (c *readerCache) cachedChunks(path string, build bool, st *readStats) (*fileChunks, error) {
+func (c *readerCache) cachedChunks(path string, mint, maxt int64, st *readStats) (*fileChunks, error) {
 	if c == nil || c.maxOpen <= 0 || c.maxChunkBytes <= 0 {
 		return nil, nil
 	}
@@ -161,7 +171,7 @@ func (c *readerCache) cachedChunks(path string, build bool, st *readStats) (*fil
 		c.chunkHits.Add(1)
 		return fc, nil
 	}
-	if !build || !room || cr.solo || cr.remote || fileRows(cr.r) > maxKeptRows {
+	if !room || cr.solo || cr.remote || !covers(cr.r, mint, maxt) {
 		return nil, nil
 	}
 	fc, err = buildFileChunks(cr.r, cr.remote, st)

@@ -313,29 +313,37 @@ func TestConcurrentChunkReadsWhileFilesChange(t *testing.T) {
 	t.Logf("%d reads; chunks: %d builds, %d hits, %d series as chunks; stats %+v", reads.Load(), builds, hits, chunkReads.Load(), s.Stats())
 }
 
-// A file of more than maxKeptRows rows is read as before, not kept: a
-// narrow read must not decode all of it.
-func TestXORChunkLargeFileNotKept(t *testing.T) {
+// Chunks are built only by a read of a whole file of at most maxKeptRows
+// rows; a read of part of it uses them once kept. Every answer is the
+// plain Select's.
+func TestXORChunkBuildOnlyWholeFileReads(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{BlockRows: 1 << 17, MaintenanceInterval: -1})
-	ss := make([]Sample, maxKeptRows+1)
-	for j := range ss {
-		ss[j] = Sample{T: int64(j) * 1000, V: float64(j % 77)}
+	big := make([]Sample, maxKeptRows+1)
+	for j := range big {
+		big[j] = Sample{T: int64(j) * 1000, V: float64(j % 77)}
 	}
-	if _, err := s.Append(ctx, []SeriesSamples{{Labels: labels.FromStrings("__name__", "big"), Samples: ss}}); err != nil {
+	small := big[:1000]
+	if _, err := s.Append(ctx, []SeriesSamples{{Labels: labels.FromStrings("__name__", "big"), Samples: big},
+		{Labels: labels.FromStrings("__name__", "small"), Samples: small}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FlushAll(); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := selectParts(t, s, false, 5000, 9000)
-	for range 2 {
-		got, chunks := selectParts(t, s, true, 5000, 9000)
-		sameSamples(t, "large file", got, want)
-		if b, _, builds := s.readers.chunkStats(); chunks != 0 || b != 0 || builds != 0 {
-			t.Fatalf("large file: %d chunks handed out, %d bytes kept, %d builds", chunks, b, builds)
+	read := func(mint, maxt int64, wantChunks bool, wantBuilds int64) {
+		t.Helper()
+		want, _ := selectParts(t, s, false, mint, maxt)
+		got, chunks := selectParts(t, s, true, mint, maxt)
+		sameSamples(t, "read", got, want)
+		if _, _, builds := s.readers.chunkStats(); (chunks > 0) != wantChunks || builds != wantBuilds {
+			t.Fatalf("[%d, %d]: %d chunks handed out, %d builds; want chunks %v, %d builds", mint, maxt, chunks, builds, wantChunks, wantBuilds)
 		}
 	}
-	if n := len(want[`{__name__="big"}`]); n != 5 {
-		t.Fatalf("%d samples in [5000, 9000], want 5", n)
+	read(5000, 900_000, false, 0)               // part of both files
+	read(math.MinInt64, math.MaxInt64, true, 1) // whole: the small file's chunks
+	read(5000, 900_000, true, 1)                // part, from the kept chunks
+	read(math.MinInt64, math.MaxInt64, true, 1) // kept
+	if got, _ := selectParts(t, s, true, 5000, 9000); len(got[`{__name__="big"}`]) != 5 {
+		t.Fatalf("%d samples of the big file in [5000, 9000], want 5", len(got[`{__name__="big"}`]))
 	}
 }
