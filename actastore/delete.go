@@ -283,7 +283,7 @@ func rewriteWithout[S any](s *Store, k kind[S], ms *memSeries, path string, mint
 		batches = append(batches, b)
 	}
 	co := s.opts.Compaction
-	_, err = rotation.Rewrite(path, compactTmpPath(path), k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel})
+	_, err = rotation.Rewrite(path, lockedTmpPath(path), k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel})
 	s.readers.invalidate(path)
 	if err != nil {
 		return false, false, err

@@ -187,10 +187,13 @@ func rewriteWith[S any](s *Store, k kind[S], ms *memSeries, path string, smps []
 	if err != nil {
 		return err
 	}
-	tmp := compactTmpPath(path)
+	tmp := lockedTmpPath(path)
 	res, err := rotation.WriteTemp([]string{path}, tmp, k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel})
 	if err != nil {
 		return err
+	}
+	if testHookFlushRewrite != nil {
+		testHookFlushRewrite()
 	}
 	if err := rotation.Install(tmp, path, &res); err != nil {
 		return err
@@ -210,3 +213,7 @@ func rewriteWith[S any](s *Store, k kind[S], ms *memSeries, path string, smps []
 // track's blocks (with the series' flush lock held): a test makes a kind's
 // file I/O hang there and checks what does not wait for it.
 var testHookWriteBlocks func(kindID)
+
+// testHookFlushRewrite, set by tests only, runs between rewriteWith's
+// writing of the new version and its rename over the file.
+var testHookFlushRewrite func()
