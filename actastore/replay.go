@@ -147,8 +147,9 @@ func (s *Store) attachFiles(sf *scannedFiles) {
 // torn WAL tail is cut by wal.Replay; corruption before the tail fails Open.
 func (s *Store) replayWAL() error {
 	dir := filepath.Join(s.dir, walDirName)
-	rp := replayer{s: s, nowNs: s.now().UnixNano()}
+	rp := replayer{s: s, nowNs: s.now().UnixNano(), total: segmentBytes(dir)}
 	st, err := wal.Replay(dir, func(seg int, p []byte) error {
+		rp.seen += int64(len(p))
 		switch p[0] {
 		case recSeries:
 			return decodeSeriesRecord(&rp.lb, p, func(r seriesRec) error { return rp.define(r, seg) })
@@ -193,6 +194,41 @@ type replayer struct {
 	hs       []HistogramSample
 	replayed int
 	legacy   bool // replaying the pre-one-WAL histogram WAL
+	// seen and total are the record bytes replayed so far and the WAL's
+	// size: how far through it the replay is (growForReplay).
+	seen, total int64
+}
+
+// segmentBytes is the size of the WAL segments in dir (0 when unknown).
+func segmentBytes(dir string) int64 {
+	segs, err := wal.Segments(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, i := range segs {
+		if fi, err := os.Stat(filepath.Join(dir, wal.SegmentName(i))); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// growForReplay makes room in a replayed head for what the rest of the WAL
+// will likely add to it: commits interleave series through the WAL, so a
+// series holding n samples after a fraction f of it ends with about n/f.
+// Growing to that once instead of doubling saves the copies and page
+// clearing that were most of a restart's time (BenchmarkReplayFullHead);
+// at most 8x at a time, so a series seen only early in the WAL reserves
+// little more than doubling would.
+func growForReplay[S any](tr *track[S], incoming int, seen, total int64) {
+	need := len(tr.head) + incoming
+	if need <= cap(tr.head) || seen <= 0 || total <= seen {
+		return
+	}
+	want := int(float64(need) * float64(total) / float64(seen) * 1.02)
+	want = min(max(want, need), 8*need)
+	tr.head = slices.Grow(tr.head, want-len(tr.head))
 }
 
 func (rp *replayer) define(r seriesRec, seg int) error {
@@ -231,6 +267,7 @@ func replaySamples[S any](rp *replayer, k kind[S], seg int32, ref uint64, smps [
 	}
 	tr := k.track(ms, true)
 	idle := !ms.hasHeadLocked()
+	growForReplay(tr, len(smps), rp.seen, rp.total)
 	n, b := insertAll(k, tr, smps, seg, rp.nowNs)
 	if idle && ms.hasHeadLocked() {
 		rp.s.hd.series.Add(1)
