@@ -44,7 +44,9 @@ const exemplarJob = "e2e/otlp-exemplars"
 // must be byte for byte Prometheus's. The same answer must come back after
 // kill -9 (from the WAL: no exemplar file exists yet), after a head flush
 // while the server runs (the exemplar files written), after kill -9 once
-// flushed, and after SIGTERM.
+// flushed, after SIGTERM, and after the exporter resent them to the restarted
+// server (a cumulative reservoir's exemplars come with every export) and one
+// more SIGTERM.
 func TestOTLPExemplarsQueryAPI(t *testing.T) {
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
 	t.Setenv("OTEL_SERVICE_NAME", "")
@@ -82,7 +84,7 @@ func TestOTLPExemplarsQueryAPI(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	want, first := exportExemplars(ctx, t, []*deltaReceiver{acta, prom})
+	want, first, again := exportExemplars(ctx, t, []*deltaReceiver{acta, prom})
 	params := url.Values{"query": {`{job="` + exemplarJob + `"}`},
 		"start": {promTime(time.UnixMilli(first).Add(-time.Minute))}, "end": {promTime(time.Now().Add(time.Minute))}}
 	ask := func(r *deltaReceiver, when string) []byte {
@@ -145,6 +147,16 @@ func TestOTLPExemplarsQueryAPI(t *testing.T) {
 	acta.stop(t)
 	acta.start(t, t)
 	check("after SIGTERM")
+	// The exporter resends the exemplars it holds to a restarted server
+	// before anyone asked it for them: each is still listed once, also once
+	// that is flushed and read back.
+	acta.stop(t)
+	acta.start(t, t)
+	again()
+	check("resent after the restart")
+	acta.stop(t)
+	acta.start(t, t)
+	check("resent, after SIGTERM")
 
 	for _, r := range []*deltaReceiver{acta, prom} {
 		r.stop(t)
@@ -165,14 +177,14 @@ type wantExemplar struct {
 // every receiver, and returns the exemplars each series must list (by
 // labelsString of the series labels, in time order) and the earliest
 // exemplar time (ms).
-func exportExemplars(ctx context.Context, t *testing.T, recv []*deltaReceiver) (map[string][]wantExemplar, int64) {
+func exportExemplars(ctx context.Context, t *testing.T, recv []*deltaReceiver) (want map[string][]wantExemplar, first int64, again func()) {
 	res := resource.NewSchemaless(
 		attribute.String("service.namespace", "e2e"),
 		attribute.String("service.name", "otlp-exemplars"),
 		attribute.String("service.instance.id", "ex-1"),
 	)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	defer func() { _ = tp.Shutdown(context.Background()) }()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	tracer := tp.Tracer("acta-remote/e2e-exemplars")
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res),
@@ -182,7 +194,7 @@ func exportExemplars(ctx context.Context, t *testing.T, recv []*deltaReceiver) (
 		sdkmetric.WithView(sdkmetric.NewView(sdkmetric.Instrument{Name: "*"}, sdkmetric.Stream{
 			AttributeFilter: attribute.NewAllowKeysFilter("http.route"),
 		})))
-	defer func() { _ = mp.Shutdown(context.Background()) }()
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	meter := mp.Meter("acta-remote/e2e-exemplars")
 	requests, err := meter.Int64Counter("e2e.requests", metric.WithUnit("{request}"))
 	if err != nil {
@@ -205,7 +217,7 @@ func exportExemplars(ctx context.Context, t *testing.T, recv []*deltaReceiver) (
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = exporters[i].Shutdown(context.Background()) }()
+		t.Cleanup(func() { _ = exporters[i].Shutdown(context.Background()) })
 	}
 
 	// spans: the hex trace and span IDs of every span, by the value
@@ -243,7 +255,7 @@ func exportExemplars(ctx context.Context, t *testing.T, recv []*deltaReceiver) (
 		},
 	}
 
-	want := map[string][]wantExemplar{}
+	want = map[string][]wantExemplar{}
 	add := func(series map[string]string, e metricdata.Exemplar[float64], user string) {
 		ids, ok := spans[e.Value]
 		if !ok || hexOf(e.TraceID) != ids[0] || hexOf(e.SpanID) != ids[1] {
@@ -259,7 +271,7 @@ func exportExemplars(ctx context.Context, t *testing.T, recv []*deltaReceiver) (
 		}
 	}
 	users := map[float64]string{2: "u1", 0.05: "u1", 0.5: "u2", 7: "u3", 3: "u4", 0.075: "u4", 12: "u5"}
-	first := int64(math.MaxInt64)
+	first = int64(math.MaxInt64)
 	for i, round := range rounds {
 		if i > 0 {
 			time.Sleep(20 * time.Millisecond) // distinct millisecond times
@@ -332,7 +344,19 @@ func exportExemplars(ctx context.Context, t *testing.T, recv []*deltaReceiver) (
 	if n < 5 {
 		t.Fatalf("only %d exemplars sent: %v", n, want)
 	}
-	return want, first
+	// again collects once more, no new measurement, and exports to the
+	// first receiver: the SDK's cumulative reservoirs resend what they hold.
+	again = func() {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		if err := exporters[0].Export(ctx, &rm); err != nil {
+			t.Fatalf("export again to %s: %v", recv[0].name, err)
+		}
+	}
+	return want, first, again
 }
 
 func hexOf[T interface{ ~[]byte }](b T) string { return fmt.Sprintf("%x", []byte(b)) }
