@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -258,7 +259,7 @@ func exportExemplars(ctx context.Context, t *testing.T, recv []*deltaReceiver) (
 	want = map[string][]wantExemplar{}
 	add := func(series map[string]string, e metricdata.Exemplar[float64], user string) {
 		ids, ok := spans[e.Value]
-		if !ok || hexOf(e.TraceID) != ids[0] || hexOf(e.SpanID) != ids[1] {
+		if !ok || hex.EncodeToString(e.TraceID) != ids[0] || hex.EncodeToString(e.SpanID) != ids[1] {
 			t.Fatalf("the SDK's exemplar %v has trace %x span %x, not those of the span that recorded it (%v)", e.Value, e.TraceID, e.SpanID, ids)
 		}
 		if len(e.FilteredAttributes) != 1 || e.FilteredAttributes[0] != attribute.String("user.id", user) {
@@ -358,8 +359,6 @@ func exportExemplars(ctx context.Context, t *testing.T, recv []*deltaReceiver) (
 	}
 	return want, first, again
 }
-
-func hexOf[T interface{ ~[]byte }](b T) string { return fmt.Sprintf("%x", []byte(b)) }
 
 // diffExemplarAnswer lists how a query_exemplars data array differs from
 // want: series, exemplar labels, value bits and millisecond times.
