@@ -148,33 +148,15 @@ func (s *Store) attachFiles(sf *scannedFiles) {
 func (s *Store) replayWAL() error {
 	dir := filepath.Join(s.dir, walDirName)
 	rp := replayer{s: s, nowNs: s.now().UnixNano(), total: segmentBytes(dir)}
+	pipe := newReplayPipe(&rp) // replay_pipeline.go
+	var seen int64
 	st, err := wal.Replay(dir, func(seg int, p []byte) error {
-		rp.seen += int64(len(p))
-		switch p[0] {
-		case recSeries:
-			return decodeSeriesRecord(&rp.lb, p, func(r seriesRec) error { return rp.define(r, seg) })
-		case recSamples:
-			var err error
-			rp.fs, err = decodeSamplesRecord(floats, p, rp.fs, func(ref uint64, ss []Sample) error {
-				return replaySamples(&rp, floats, int32(seg), ref, ss)
-			})
-			return err
-		case recHistograms:
-			var err error
-			rp.hs, err = decodeSamplesRecord(histograms, p, rp.hs, func(ref uint64, hs []HistogramSample) error {
-				return replaySamples(&rp, histograms, int32(seg), ref, hs)
-			})
-			return err
-		case recExemplars:
-			return decodeExemplarsRecord(&rp.lb, p, func(ref uint64, es []Exemplar) error { return rp.exemplars(int32(seg), ref, es) })
-		case recMetadata:
-			return decodeMetadataRecord(p, func(m NamedMetadata) { s.md.set([]NamedMetadata{m}) })
-		case recTombstones:
-			return decodeTombstonesRecord(p, rp.tombstone)
-		default:
-			return fmt.Errorf("unknown WAL record type %d in segment %08d", p[0], seg)
-		}
+		seen += int64(len(p))
+		return pipe.add(seg, p, seen)
 	})
+	if perr := pipe.close(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return fmt.Errorf("replay WAL: %w", err)
 	}
@@ -185,13 +167,30 @@ func (s *Store) replayWAL() error {
 	return nil
 }
 
+// apply applies one WAL record other than samples (the applying stage of
+// replay_pipeline.go, which decodes sample records before).
+func (rp *replayer) apply(seg int, p []byte) error {
+	s := rp.s
+	switch p[0] {
+	case recSeries:
+		return decodeSeriesRecord(&rp.lb, p, func(r seriesRec) error { return rp.define(r, seg) })
+	case recExemplars:
+		return decodeExemplarsRecord(&rp.lb, p, func(ref uint64, es []Exemplar) error { return rp.exemplars(int32(seg), ref, es) })
+	case recMetadata:
+		return decodeMetadataRecord(p, func(m NamedMetadata) { s.md.set([]NamedMetadata{m}) })
+	case recTombstones:
+		return decodeTombstonesRecord(p, rp.tombstone)
+	default:
+		return fmt.Errorf("unknown WAL record type %d in segment %08d", p[0], seg)
+	}
+}
+
 // replayer is the state of one WAL replay.
 type replayer struct {
 	s        *Store
 	nowNs    int64
 	lb       labels.ScratchBuilder
-	fs       []Sample
-	hs       []HistogramSample
+	hs       []HistogramSample // the legacy replay's scratch
 	replayed int
 	legacy   bool // replaying the pre-one-WAL histogram WAL
 	// seen and total are the record bytes replayed so far and the WAL's
