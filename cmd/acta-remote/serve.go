@@ -57,6 +57,8 @@ func runServe(args []string) int {
 	log := newLogger(cfg.Log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	setMemoryLimit(cfg, log) // serve_runtime.go
+	setGCPercent(cfg, log)
 	run := serve
 	if cfg.Mode == config.ModeQuery {
 		run = serveQuery
@@ -125,7 +127,6 @@ func newLogger(c config.LogConfig) *slog.Logger {
 // accepting, let in-flight requests finish, close the store (flush the
 // head, sync), so a clean stop leaves nothing to replay.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	setMemoryLimit(cfg, log)
 	reg := newRegistry()
 	opts := storeOptions(cfg, log, reg)
 	if cfg.Storage.ObjectStore.Enabled {
