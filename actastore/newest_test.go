@@ -23,24 +23,40 @@ func fileLayout(t testing.TB, path string) (uint64, string, int) {
 	return r.Schema().ID, r.Schema().Columns[1].Type.String(), len(r.Blocks())
 }
 
+// newestFixture is a store with daily files and a one-minute head age,
+// and one series whose samples add appends (the clock set to each) and
+// records in w.
+type newestFixture struct {
+	clk  *fakeClock
+	dir  string
+	opts Options
+	s    *Store
+	l    labels.Labels
+	w    want
+	add  func(ts int64, v float64)
+}
+
+func openNewestFixture(t *testing.T, name string) *newestFixture {
+	nf := &newestFixture{clk: &fakeClock{}, dir: t.TempDir(), l: labels.FromStrings("__name__", name), w: want{}}
+	nf.opts = rotOptions(nf.clk)
+	nf.opts.Rotation.Period = 24 * time.Hour
+	nf.opts.MaxHeadAge = time.Minute
+	nf.s = openT(t, nf.dir, nf.opts)
+	nf.add = func(ts int64, v float64) {
+		t.Helper()
+		nf.clk.Set(ts)
+		mustAppend(t, nf.s, []SeriesSamples{{Labels: nf.l, Samples: []Sample{{T: ts, V: v}}}})
+		nf.w.add(nf.l, Sample{T: ts, V: v})
+	}
+	return nf
+}
+
 // The newest file of an idle series is compacted too, and flushes then
 // append to it in its value type; a value the type cannot hold makes the
 // flush rewrite the file in a type that can.
 func TestNewestFileCompactedAndAppended(t *testing.T) {
-	clk := &fakeClock{}
-	dir := t.TempDir()
-	opts := rotOptions(clk)
-	opts.Rotation.Period = 24 * time.Hour
-	opts.MaxHeadAge = time.Minute
-	s := openT(t, dir, opts)
-	l := labels.FromStrings("__name__", "newest_counter")
-	w := want{}
-	add := func(ts int64, v float64) {
-		t.Helper()
-		clk.Set(ts)
-		mustAppend(t, s, []SeriesSamples{{Labels: l, Samples: []Sample{{T: ts, V: v}}}})
-		w.add(l, Sample{T: ts, V: v})
-	}
+	nf := openNewestFixture(t, "newest_counter")
+	clk, dir, opts, s, l, w, add := nf.clk, nf.dir, nf.opts, nf.s, nf.l, nf.w, nf.add
 	for i := range 200 {
 		add(day0+int64(i)*step15, float64(i*10))
 		if i%20 == 19 {
@@ -90,6 +106,7 @@ func TestNewestFileCompactedAndAppended(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openT(t, dir, opts)
+	nf.s = s // add writes to the reopened store
 	defer s.Close()
 	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
 	// Sealed by the next day's samples; maintenance settles, and the
@@ -157,20 +174,8 @@ func TestNewestFileRewrittenAsItDoubles(t *testing.T) {
 // version (which lacked the flushed samples: acknowledged data lost while
 // the file still validated, seen as a rare TestCrashKill9Tiers failure).
 func TestFlushRewriteRacingNewestCompaction(t *testing.T) {
-	clk := &fakeClock{}
-	dir := t.TempDir()
-	opts := rotOptions(clk)
-	opts.Rotation.Period = 24 * time.Hour
-	opts.MaxHeadAge = time.Minute
-	s := openT(t, dir, opts)
-	l := labels.FromStrings("__name__", "newest_race")
-	w := want{}
-	add := func(ts int64, v float64) {
-		t.Helper()
-		clk.Set(ts)
-		mustAppend(t, s, []SeriesSamples{{Labels: l, Samples: []Sample{{T: ts, V: v}}}})
-		w.add(l, Sample{T: ts, V: v})
-	}
+	nf := openNewestFixture(t, "newest_race")
+	clk, dir, opts, s, l, w, add := nf.clk, nf.dir, nf.opts, nf.s, nf.l, nf.w, nf.add
 	for i := range 100 {
 		add(day0+int64(i)*step15, float64(i*10))
 	}
