@@ -136,10 +136,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 		opts.Tier = tierOptions(cfg, c)
 	}
+	opened := time.Now()
 	store, err := actastore.Open(cfg.DataDir, opts)
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", cfg.DataDir, err)
 	}
+	st := store.Stats()
+	log.Info("store opened", "dir", cfg.DataDir, "took", time.Since(opened), "series", st.Series, "head_samples", st.HeadSamples, "wal_bytes", st.WALBytes)
 	closeStore := func() error {
 		start := time.Now()
 		if err := store.Close(); err != nil {
