@@ -192,18 +192,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	log.Info("listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "otlp_grpc", addrString(grpcSrv.Addr()),
 		"tls", tlsCfg != nil, "mtls", tlsCfg != nil && tlsCfg.ClientCAs != nil, "auth", authn.Enabled())
 
-	errc := make(chan error, 2)
-	go func() {
-		if tlsCfg != nil {
-			// ServeTLS (certificates already in TLSConfig) also offers
-			// HTTP/2, and answers plain HTTP with a 400 instead of a
-			// failed handshake.
-			srv.TLSConfig = tlsCfg
-			errc <- srv.ServeTLS(ln, "", "")
-			return
-		}
-		errc <- srv.Serve(ln)
-	}()
+	errc := make(chan error, 1)
 	if grpcSrv != nil { // nil when otlp.grpc.enabled is false
 		go func() {
 			if err := grpcSrv.Serve(); err != nil {
@@ -211,12 +200,38 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			}
 		}()
 	}
+	serveErr := serveHTTP(ctx, log, srv, ln, tlsCfg, rt, errc, func(sctx context.Context) { grpcSrv.Stop(sctx) })
+	return errors.Join(serveErr, closeAll())
+}
+
+// serveHTTP serves srv on ln (over TLS when tlsCfg is set) and marks rt
+// ready, until ctx is done or serving fails (also a failure another server
+// sends on errc). Then it marks rt not ready, shuts srv down, letting
+// in-flight requests finish within shutdownTimeout, and calls stop with
+// that deadline (the other servers). It returns the serving failure, nil
+// after a stop.
+func serveHTTP(ctx context.Context, log *slog.Logger, srv *http.Server, ln net.Listener, tlsCfg *tls.Config, rt *router,
+	errc chan error, stop func(context.Context)) error {
+	httpErr := make(chan error, 1)
+	go func() {
+		if tlsCfg != nil {
+			// ServeTLS (certificates already in TLSConfig) also offers
+			// HTTP/2, and answers plain HTTP with a 400 instead of a
+			// failed handshake.
+			srv.TLSConfig = tlsCfg
+			httpErr <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		httpErr <- srv.Serve(ln)
+	}()
 	rt.ready.Store(true)
 
 	var serveErr error
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "cause", context.Cause(ctx))
+	case serveErr = <-httpErr:
+		log.Error("server failed", "err", serveErr)
 	case serveErr = <-errc:
 		log.Error("server failed", "err", serveErr)
 	}
@@ -228,11 +243,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		log.Warn("in-flight requests cut at the shutdown deadline", "err", err)
 		srv.Close()
 	}
-	grpcSrv.Stop(sctx)
+	if stop != nil {
+		stop(sctx)
+	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
-	return errors.Join(serveErr, closeAll())
+	return serveErr
 }
 
 // security reads the credential and certificate files the config names.
