@@ -84,6 +84,9 @@ func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult
 	var b Batch
 	for _, ss := range batch {
 		b.Add(ss.Labels, ss.Samples, nil, nil)
+		if len(ss.Starts) > 0 && len(ss.Samples) > 0 {
+			b.Series[len(b.Series)-1].SampleStarts = ss.Starts
+		}
 	}
 	res, err := s.Commit(ctx, &b)
 	if err != nil {
@@ -114,6 +117,11 @@ type txn struct {
 	hs     []refSamples[HistogramSample]
 	es     []refExemplars
 	dups   [numKinds]int
+	// Start timestamps of accepted samples (arenas, sorted per series)
+	// and what was dropped of them, by reason.
+	fsts, hsts []StartTime
+	ss         []refStarts
+	stDropped  [numStartReasons]int
 }
 
 // txnSeries is one series' accepted part of a batch: ranges of the arenas.
@@ -121,6 +129,8 @@ type txnSeries struct {
 	ms             *memSeries
 	f0, f1, h0, h1 int
 	e0, e1         int
+	// ranges of fsts and hsts
+	fs0, fs1, hs0, hs1 int
 }
 
 var txnPool = sync.Pool{New: func() any { return new(txn) }}
@@ -151,10 +161,11 @@ func (t *txn) release() {
 	clear(t.fs)
 	clear(t.hs)
 	clear(t.es)
+	clear(t.ss)
 	t.rb.reset()
 	*t = txn{series: t.series[:0], floats: t.floats[:0], hists: t.hists[:0], exs: t.exs[:0], meta: t.meta[:0],
 		defs: t.defs[:0], logged: t.logged[:0], recs: t.recs[:0], rb: t.rb, fs: t.fs[:0], hs: t.hs[:0], es: t.es[:0],
-		rs: resolver{canon: t.rs.canon[:0]}}
+		rs: resolver{canon: t.rs.canon[:0]}, fsts: t.fsts[:0], hsts: t.hsts[:0], ss: t.ss[:0]}
 	txnPool.Put(t)
 }
 
@@ -233,6 +244,14 @@ func (t *txn) addSeries(d *SeriesData) {
 		hhits = lookupFiles(t.s, histograms, ms, hneed, hhits)
 	}
 	ts.f1, ts.h1 = len(t.floats), len(t.hists)
+	ts.fs0, ts.hs0 = len(t.fsts), len(t.hsts)
+	if len(d.SampleStarts) > 0 {
+		t.fsts = acceptedStarts(floats, t, t.fsts, d.SampleStarts, t.floats[ts.f0:ts.f1])
+	}
+	if len(d.HistogramStarts) > 0 {
+		t.hsts = acceptedStarts(histograms, t, t.hsts, d.HistogramStarts, t.hists[ts.h0:ts.h1])
+	}
+	ts.fs1, ts.hs1 = len(t.fsts), len(t.hsts)
 	t.addExemplars(ms, d.Exemplars)
 	ts.e1 = len(t.exs)
 	if ts.f1 > ts.f0 || ts.h1 > ts.h0 || ts.e1 > ts.e0 {
@@ -469,6 +488,18 @@ func (t *txn) records() [][]byte {
 	t.fs, t.hs, t.es = fs, hs, es
 	appendSamplesRecords(floats, &t.rb, fs)
 	appendSamplesRecords(histograms, &t.rb, hs)
+	// After the samples they belong to (replay adds them to head samples).
+	ss := t.ss[:0]
+	for _, ts := range t.series {
+		if ts.fs1 > ts.fs0 {
+			ss = append(ss, refStarts{Ref: ts.ms.ref, Kind: kindFloat, Starts: t.fsts[ts.fs0:ts.fs1]})
+		}
+		if ts.hs1 > ts.hs0 {
+			ss = append(ss, refStarts{Ref: ts.ms.ref, Kind: kindHistogram, Starts: t.hsts[ts.hs0:ts.hs1]})
+		}
+	}
+	t.ss = ss
+	appendStartsRecords(&t.rb, ss)
 	t.recs = t.rb.records(t.recs[:0])
 	for len(es) > 0 {
 		n, size := 0, 0
@@ -499,12 +530,18 @@ func (t *txn) apply(seg int32) {
 		n, b := insertAll(floats, &ms.floats, t.floats[ts.f0:ts.f1], seg, nowNs)
 		written[kindFloat] += n
 		bytes += b
+		if ts.fs1 > ts.fs0 {
+			bytes += int64(addStarts(&ms.floats, t.fsts[ts.fs0:ts.fs1])) * startBytes
+		}
 		full := len(ms.floats.head) >= s.opts.BlockRows
 		if ts.h1 > ts.h0 {
 			tr := histograms.track(ms, true)
 			n, b := insertAll(histograms, tr, t.hists[ts.h0:ts.h1], seg, nowNs)
 			written[kindHistogram] += n
 			bytes += b
+			if ts.hs1 > ts.hs0 {
+				bytes += int64(addStarts(tr, t.hsts[ts.hs0:ts.hs1])) * startBytes
+			}
 			full = full || len(tr.head) >= maxHistBlockRows
 		}
 		if ts.e1 > ts.e0 {
@@ -545,6 +582,7 @@ func (t *txn) count() {
 	if t.rs.sorted > 0 {
 		t.s.m.labelsSorted.Add(float64(t.rs.sorted))
 	}
+	t.countStarts()
 }
 
 // appendable reports whether ss, strictly increasing, all come after the

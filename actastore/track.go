@@ -38,6 +38,10 @@ type track[S any] struct {
 	// cold is what a track needs once it flushes, out of line so a series
 	// that only buffers costs less; nil until then.
 	cold *trackCold[S]
+	// starts holds the start timestamps of head and flushing samples
+	// (starttime.go); nil for a track that never received one, so such a
+	// series pays nothing per sample for them.
+	starts *trackStarts
 }
 
 // trackCold is the part of a track a flush and its files need.
