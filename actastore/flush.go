@@ -225,7 +225,7 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	tr.head = nil
 	sts := tr.headStarts()
 	if sts != nil {
-		tr.starts.flushing, tr.starts.head = sts, nil
+		c.starts.flushing, c.starts.head = sts, nil
 	}
 	if !ms.hasHeadLocked() {
 		s.hd.series.Add(-1)
@@ -241,7 +241,7 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	if err == nil {
 		c.flushing = nil
 		if sts != nil {
-			tr.starts.flushing = nil
+			c.starts.flushing = nil
 			s.hd.added(0, -int64(len(sts))*startBytes)
 		}
 		ms.mu.Unlock()
@@ -268,11 +268,11 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	if sts != nil {
 		// The start timestamps go back with their samples (those of the
 		// written ones are dropped at the next flush, matched by T).
-		newerSts := tr.starts.head
-		tr.starts.head, tr.starts.flushing = sts, nil
+		newerSts := c.starts.head
+		c.starts.head, c.starts.flushing = sts, nil
 		before := len(sts) + len(newerSts)
 		addStarts(tr, newerSts)
-		s.hd.added(0, -int64(before-len(tr.starts.head))*startBytes)
+		s.hd.added(0, -int64(before-len(c.starts.head))*startBytes)
 	}
 	tr.headSeg, tr.headSince = seg, since
 	if idle && ms.hasHeadLocked() {

@@ -382,48 +382,58 @@ func addStarts[S any](tr *track[S], sts []StartTime) int {
 	if len(sts) == 0 {
 		return 0
 	}
-	if tr.starts == nil {
-		tr.starts = &trackStarts{}
+	c := tr.coldState()
+	if c.starts == nil {
+		c.starts = &trackStarts{}
 	}
-	h := tr.starts.head
+	h := c.starts.head
 	before := len(h)
 	if len(h) == 0 || h[len(h)-1].T < sts[0].T {
 		h = append(h, sts...)
 	} else {
 		h = sortStarts(append(h, sts...))
 	}
-	tr.starts.head = h
+	c.starts.head = h
 	return len(h) - before
+}
+
+// startsOf is the track's start timestamps in memory (nil when none).
+func (tr *track[S]) startsOf() *trackStarts {
+	if tr.cold == nil {
+		return nil
+	}
+	return tr.cold.starts
 }
 
 // headStarts is the track's head list (nil when none).
 func (tr *track[S]) headStarts() []StartTime {
-	if tr.starts == nil {
-		return nil
+	if st := tr.startsOf(); st != nil {
+		return st.head
 	}
-	return tr.starts.head
+	return nil
 }
 
 // flushingStarts is the list of the samples being flushed.
 func (tr *track[S]) flushingStarts() []StartTime {
-	if tr.starts == nil {
-		return nil
+	if st := tr.startsOf(); st != nil {
+		return st.flushing
 	}
-	return tr.starts.flushing
+	return nil
 }
 
 // pruneStarts drops head entries whose T is no longer a head sample (after
 // a deletion or a replay dedupe) and returns how many it dropped.
 func pruneStarts[S any](k kind[S], tr *track[S]) int {
-	if tr.starts == nil || len(tr.starts.head) == 0 {
+	st := tr.startsOf()
+	if st == nil || len(st.head) == 0 {
 		return 0
 	}
-	before := len(tr.starts.head)
-	tr.starts.head = slices.Clone(startsFor(k, tr.starts.head, tr.head))
-	if len(tr.starts.head) == 0 {
-		tr.starts.head = nil
+	before := len(st.head)
+	st.head = slices.Clone(startsFor(k, st.head, tr.head))
+	if len(st.head) == 0 {
+		st.head = nil
 	}
-	return before - len(tr.starts.head)
+	return before - len(st.head)
 }
 
 // starts adds replayed start timestamps to the head of their series' track:

@@ -365,3 +365,64 @@ func TestStartTimesRecord(t *testing.T) {
 		t.Fatal("a count beyond the record decoded")
 	}
 }
+
+// With StartTimeZeroSamples, Select presents a zero sample at a stored
+// start timestamp after the series' previous sample (Prometheus's
+// created-timestamp-zero-ingestion): for the first sample and at a reset,
+// not for the samples of a running counter; within the range asked, also
+// when the sample it belongs to is after the range. A zero histogram has
+// its sample's schema and the counter-reset hint.
+func TestStartTimeZeroSamples(t *testing.T) {
+	clk := &fakeClock{}
+	clk.Set(day0 + hour)
+	opts := rotOptions(clk)
+	s := openT(t, t.TempDir(), opts)
+	t0 := day0
+	smps := []Sample{{T: t0 + 100_000, V: 5}, {T: t0 + 115_000, V: 7}, {T: t0 + 130_000, V: 1}, {T: t0 + 145_000, V: 2}, {T: t0 + 160_000, V: 3}}
+	sts := []StartTime{{T: t0 + 100_000, ST: t0 + 90_000}, {T: t0 + 115_000, ST: t0 + 90_000}, {T: t0 + 130_000, ST: t0 + 125_000},
+		{T: t0 + 145_000, ST: t0 + 125_000}}
+	fh := &histogram.FloatHistogram{Schema: 3, Count: 4, Sum: 2, ZeroThreshold: 0.5, ZeroCount: 4}
+	b := Batch{Series: []SeriesData{
+		{Labels: stCounter, Samples: smps, SampleStarts: sts},
+		{Labels: stHist, Histograms: []HistogramSample{{T: t0 + 100_000, FH: fh}}, HistogramStarts: []StartTime{{T: t0 + 100_000, ST: t0 + 99_000}}},
+	}}
+	if res, err := s.Commit(ctx, &b); err != nil || res.Rejected() != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.StartTimeZeroSamples = true
+	s = openT(t, s.dir, opts)
+	z := func(ms int64) Sample { return Sample{T: t0 + ms} }
+	for _, c := range []struct {
+		name       string
+		mint, maxt int64
+		want       []Sample
+	}{
+		{"all", math.MinInt64, math.MaxInt64, []Sample{z(90_000), smps[0], smps[1], z(125_000), smps[2], smps[3], smps[4]}},
+		{"from the reset's zero", t0 + 125_000, t0 + 200_000, []Sample{z(125_000), smps[2], smps[3], smps[4]}},
+		{"after the zero", t0 + 126_000, t0 + 200_000, []Sample{smps[2], smps[3], smps[4]}},
+		{"ending between the zero and its sample", t0, t0 + 127_000, []Sample{z(90_000), smps[0], smps[1], z(125_000)}},
+	} {
+		got := selectStarts(t, s, c.mint, c.maxt)
+		if g := got["st_counter"]; !equalBits(g.floats, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, g.floats, c.want)
+		}
+	}
+	h := selectStarts(t, s, math.MinInt64, math.MaxInt64)["st_hist"].hists
+	if len(h) != 2 || h[0].T != t0+99_000 || h[0].FH == nil || h[0].FH.CounterResetHint != histogram.CounterReset || h[0].FH.Schema != 3 ||
+		h[0].FH.ZeroThreshold != 0.5 || h[0].FH.Count != 0 || h[1].FH.Count != 4 {
+		t.Fatalf("histograms %v", h)
+	}
+	// The files hold what was sent: without the option, no zero sample.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.StartTimeZeroSamples = false
+	s = openT(t, s.dir, opts)
+	defer s.Close()
+	if g := selectStarts(t, s, math.MinInt64, math.MaxInt64)["st_counter"]; !equalBits(g.floats, smps) {
+		t.Fatalf("without the option: %v", g.floats)
+	}
+}
