@@ -260,7 +260,12 @@ func TestStartTimesArriveLater(t *testing.T) {
 		if i >= 10 {
 			sts = startsAt(c.counterSts, c.counter[i].T)
 		}
-		b := Batch{Series: []SeriesData{{Labels: stCounter, Samples: c.counter[i : i+1], SampleStarts: sts}}}
+		var hsts []StartTime
+		if i >= 10 {
+			hsts = startsAt(c.histSts, c.hist[i].T)
+		}
+		b := Batch{Series: []SeriesData{{Labels: stCounter, Samples: c.counter[i : i+1], SampleStarts: sts},
+			{Labels: stHist, Histograms: c.hist[i : i+1], HistogramStarts: hsts}}}
 		if _, err := s.Commit(ctx, &b); err != nil {
 			t.Fatal(err)
 		}
@@ -270,21 +275,32 @@ func TestStartTimesArriveLater(t *testing.T) {
 			}
 		}
 		if i == 9 {
-			if has, _ := fileHasStarts(t, seriesFilePath(dir, refOf(t, s, stCounter), day0)); has {
-				t.Fatal("column before any start timestamp")
+			for _, p := range []string{seriesFilePath(dir, refOf(t, s, stCounter), day0), histFilePath(dir, refOf(t, s, stHist), day0)} {
+				if has, _ := fileHasStarts(t, p); has {
+					t.Fatalf("%s: column before any start timestamp", p)
+				}
 			}
 		}
 	}
-	path := seriesFilePath(dir, refOf(t, s, stCounter), day0)
-	if has, _ := fileHasStarts(t, path); !has {
-		t.Fatal("no column after start timestamps arrived")
+	for _, p := range []string{seriesFilePath(dir, refOf(t, s, stCounter), day0), histFilePath(dir, refOf(t, s, stHist), day0)} {
+		if has, _ := fileHasStarts(t, p); !has {
+			t.Fatalf("%s: no column after start timestamps arrived", p)
+		}
+		if err := validateFile(p); err != nil {
+			t.Fatal(err)
+		}
 	}
-	g := selectStarts(t, s, math.MinInt64, math.MaxInt64)["st_counter"]
-	if !equalBits(g.floats, c.counter) || !slices.Equal(g.fsts, c.counterSts[10:20]) {
+	got := selectStarts(t, s, math.MinInt64, math.MaxInt64)
+	if g := got["st_counter"]; !equalBits(g.floats, c.counter) || !slices.Equal(g.fsts, c.counterSts[10:20]) {
 		t.Fatalf("got %d samples, starts %v", len(g.floats), g.fsts)
 	}
-	if err := validateFile(path); err != nil {
-		t.Fatal(err)
+	if g := got["st_hist"]; len(g.hists) != 20 || !slices.Equal(g.hsts, c.histSts[10:20]) {
+		t.Fatalf("got %d histograms, starts %v", len(g.hists), g.hsts)
+	}
+	for i, h := range got["st_hist"].hists {
+		if string(histfile.AppendRecord(nil, h)) != string(histfile.AppendRecord(nil, c.hist[i])) {
+			t.Fatalf("histogram %d differs", i)
+		}
 	}
 }
 
