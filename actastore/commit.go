@@ -81,7 +81,7 @@ func (s *Store) Commit(ctx context.Context, b *Batch) (Result, error) {
 
 // Append stores float samples only: a Commit of a batch holding just them.
 func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult, error) {
-	var b Batch
+	b := Batch{Series: make([]SeriesData, 0, len(batch))}
 	for _, ss := range batch {
 		b.Add(ss.Labels, ss.Samples, nil, nil)
 		if len(ss.Starts) > 0 && len(ss.Samples) > 0 {

@@ -98,7 +98,7 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 	rejected := tr.Rejected
 	reasons := tr.Reasons
 	if len(tr.Series) > 0 || len(tr.Extras) > 0 || len(tr.Metadata) > 0 {
-		var b actastore.Batch
+		b := actastore.Batch{Series: make([]actastore.SeriesData, 0, len(tr.Series)+len(tr.Extras))}
 		for i := range tr.Series {
 			ss := &tr.Series[i]
 			b.Series = append(b.Series, actastore.SeriesData{Labels: ss.Labels, Samples: ss.Samples, SampleStarts: ss.Starts})
