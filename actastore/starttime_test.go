@@ -488,3 +488,110 @@ func FuzzStartsRecord(f *testing.F) {
 		}
 	})
 }
+
+// A tier merge of sealed days keeps the start timestamps, of floats and
+// histograms, in the merged file's column, also of a day that had none.
+func TestStartTimesTierMerge(t *testing.T) {
+	clk := &fakeClock{}
+	dir := t.TempDir()
+	opts := tierOptions(clk)
+	s := openT(t, dir, opts)
+	defer s.Close()
+	// day0 is a Sunday (2026-11-29); three days in one 7d window, then
+	// the next window to seal them.
+	c := stData(day0+hour, 4*96)
+	var want []StartTime
+	for i := range c.counter {
+		c.counter[i].T = day0 + hour + int64(i)*15*60_000 // every 15 minutes: 96 a day
+		c.hist[i].T = c.counter[i].T
+	}
+	var counterSts, histSts []StartTime
+	for i := range c.counter {
+		if i/96 == 1 {
+			continue // the second day without start timestamps
+		}
+		st := StartTime{T: c.counter[i].T, ST: day0 + int64(i/96)*day}
+		counterSts = append(counterSts, st)
+		histSts = append(histSts, st)
+	}
+	c.counterSts, c.histSts = counterSts, histSts
+	for i := range c.counter {
+		clk.Set(c.counter[i].T)
+		b := Batch{Series: []SeriesData{
+			{Labels: stCounter, Samples: c.counter[i : i+1], SampleStarts: startsAt(counterSts, c.counter[i].T)},
+			{Labels: stHist, Histograms: c.hist[i : i+1], HistogramStarts: startsAt(histSts, c.hist[i].T)},
+		}}
+		if res, err := s.Commit(ctx, &b); err != nil || res.Rejected() != 0 {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if i%20 == 19 {
+			if err := s.FlushAll(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(day0 + 10*day)
+	if merged, _ := maintainUntilIdle(t, s); merged == 0 {
+		t.Fatal("no tier merge")
+	}
+	for _, st := range counterSts {
+		if st.T < day0+3*day {
+			want = append(want, st)
+		}
+	}
+	files := seriesFiles(t, dir, refOf(t, s, stCounter))
+	if len(files) != 2 {
+		t.Fatalf("counter files %v, want the merged days and the fourth", files)
+	}
+	if has, id := fileHasStarts(t, seriesFilePath(dir, refOf(t, s, stCounter), files[0])); !has || id != sealedSchemaID {
+		t.Fatalf("merged file: column %v, schema %d", has, id)
+	}
+	n := 0
+	for _, smp := range c.counter {
+		if smp.T < day0+3*day {
+			n++
+		}
+	}
+	got := selectStarts(t, s, math.MinInt64, day0+3*day-1)
+	if g := got["st_counter"]; !equalBits(g.floats, c.counter[:n]) || !slices.Equal(g.fsts, want) || !slices.Equal(g.hsts, nil) {
+		t.Fatalf("merged counter: %d samples, %d starts (want %d)", len(g.floats), len(g.fsts), len(want))
+	}
+	if g := got["st_hist"]; len(g.hists) != n || !slices.Equal(g.hsts, want) {
+		t.Fatalf("merged histograms: %d, %d starts (want %d)", len(g.hists), len(g.hsts), len(want))
+	}
+	validateAll(t, dir)
+}
+
+// MergeSeriesSets (a query instance's bucket and live writers) keeps the
+// start timestamps of the samples that win.
+func TestStartTimesMergeSeriesSets(t *testing.T) {
+	a, b := openT(t, t.TempDir(), Options{}), openT(t, t.TempDir(), Options{})
+	defer a.Close()
+	defer b.Close()
+	commit := func(s *Store, smps []Sample, sts []StartTime) {
+		t.Helper()
+		batch := Batch{Series: []SeriesData{{Labels: stCounter, Samples: smps, SampleStarts: sts}}}
+		if res, err := s.Commit(ctx, &batch); err != nil || res.Rejected() != 0 {
+			t.Fatalf("%+v %v", res, err)
+		}
+	}
+	commit(a, []Sample{{T: 1000, V: 1}, {T: 2000, V: 2}}, []StartTime{{T: 2000, ST: 500}})
+	commit(b, []Sample{{T: 2000, V: 2}, {T: 3000, V: 3}}, []StartTime{{T: 2000, ST: 900}, {T: 3000, ST: 900}})
+	m := selector(labels.MustNewMatcher(labels.MatchEqual, "__name__", "st_counter"))
+	set := MergeSeriesSets(a.Select(ctx, 0, 10_000, m...), b.Select(ctx, 0, 10_000, m...))
+	if !set.Next() {
+		t.Fatalf("no series: %v", set.Err())
+	}
+	fs, hs := set.At().(StartTimeSeries).StartTimes()
+	if want := []StartTime{{T: 2000, ST: 500}, {T: 3000, ST: 900}}; !slices.Equal(fs, want) || hs != nil {
+		t.Fatalf("merged start timestamps %v %v, want %v", fs, hs, want)
+	}
+	if set.Next() {
+		t.Fatal("a second series")
+	}
+}
+
+func selector(ms ...*labels.Matcher) []*labels.Matcher { return ms }
