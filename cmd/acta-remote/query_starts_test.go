@@ -148,3 +148,28 @@ func TestQueryJSONStartTimestamps(t *testing.T) {
 		t.Fatalf("spec reader: %v %v, want %v %v", specSmps, specSts, wantSmps, wantSts)
 	}
 }
+
+// The start timestamp in the printed forms: JSON "st" after "t", text
+// st=ms at the end; nothing for a sample without one.
+func TestPrinterStartTimestamp(t *testing.T) {
+	ls := labels.FromStrings("__name__", "c_total")
+	fs := []actastore.Sample{{T: 1700000000123, V: 1}, {T: 1700000015123, V: 2}}
+	sts := []actastore.StartTime{{T: 1700000015123, ST: 1699999999000}}
+	for _, c := range []struct {
+		p    printer
+		want string
+	}{
+		{printer{json: true}, `{"labels":{"__name__":"c_total"},"t":1700000000123,"v":1,"bits":"0x3ff0000000000000"}
+{"labels":{"__name__":"c_total"},"t":1700000015123,"st":1699999999000,"v":2,"bits":"0x4000000000000000"}
+`},
+		{printer{}, "  1700000000123\t2023-11-14T22:13:20.123Z\t1\t0x3ff0000000000000\n" +
+			"  1700000015123\t2023-11-14T22:13:35.123Z\t2\t0x4000000000000000\tst=1699999999000\n"},
+	} {
+		var b strings.Builder
+		c.p.w = &b
+		c.p.mergedStarts(ls, fs, nil, sts, nil)
+		if b.String() != c.want {
+			t.Errorf("got:\n%s\nwant:\n%s", b.String(), c.want)
+		}
+	}
+}
