@@ -180,6 +180,12 @@ func (rp *replayer) apply(seg int, p []byte) error {
 		return decodeMetadataRecord(p, func(m NamedMetadata) { s.md.set([]NamedMetadata{m}) })
 	case recTombstones:
 		return decodeTombstonesRecord(p, rp.tombstone)
+	case recStartTimes:
+		var err error
+		rp.sts, err = decodeStartsRecord(p, rp.sts, func(ref uint64, k kindID, sts []StartTime) error {
+			return rp.starts(int32(seg), ref, k, sts)
+		})
+		return err
 	default:
 		return fmt.Errorf("unknown WAL record type %d in segment %08d", p[0], seg)
 	}
@@ -191,6 +197,7 @@ type replayer struct {
 	nowNs    int64
 	lb       labels.ScratchBuilder
 	hs       []HistogramSample // the legacy replay's scratch
+	sts      []StartTime
 	replayed int
 	legacy   bool // replaying the pre-one-WAL histogram WAL
 	// seen and total are the record bytes replayed so far and the WAL's
@@ -411,6 +418,7 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	for _, smp := range dropped {
 		b += k.size(smp)
 	}
+	b += int64(pruneStarts(k, tr)) * startBytes
 	s.hd.added(-int64(before-len(tr.head)), -b)
 	if len(tr.head) == 0 {
 		tr.head = nil

@@ -33,7 +33,11 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)}
 	}
-	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)}}
+	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, readMaxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)}}
+	if s.opts.StartTimeZeroSamples {
+		ss.readMaxt = zeroSampleReadMaxt(maxt)
+	}
+	readMaxt := ss.readMaxt
 	if len(list) > 1 {
 		// Decode the next series on the other cores while one is read
 		// (file decoding is most of a wide query's cost); with files in a
@@ -47,7 +51,7 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 				return loadedTracks{err: err}
 			}
 			lt := loadedTracks{st: readStats{localOnly: ss.st.localOnly}}
-			lt.smps, lt.hists, lt.err = loadTracks(s, list[i], mint, maxt, &lt.st)
+			lt.smps, lt.hists, lt.starts, lt.err = loadTracks(s, list[i], mint, readMaxt, &lt.st)
 			return lt
 		})
 	}
@@ -60,23 +64,27 @@ const tierLookahead = 16
 
 // loadedTracks is one series' samples as a lookahead loaded them.
 type loadedTracks struct {
-	smps  []Sample
-	hists []HistogramSample
-	st    readStats
-	err   error
+	smps   []Sample
+	hists  []HistogramSample
+	starts seriesStarts
+	st     readStats
+	err    error
 }
 
-// loadTracks reads a series' samples of every kind in [mint, maxt].
-func loadTracks(s *Store, ms *memSeries, mint, maxt int64, st *readStats) ([]Sample, []HistogramSample, error) {
-	smps, err := readTrack(s, floats, ms, mint, maxt, st)
+// loadTracks reads a series' samples of every kind in [mint, maxt], with
+// their start timestamps.
+func loadTracks(s *Store, ms *memSeries, mint, maxt int64, st *readStats) ([]Sample, []HistogramSample, seriesStarts, error) {
+	var sts seriesStarts
+	smps, fsts, err := readTrack(s, floats, ms, mint, maxt, st)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, sts, err
 	}
-	hists, err := readTrack(s, histograms, ms, mint, maxt, st)
+	hists, hsts, err := readTrack(s, histograms, ms, mint, maxt, st)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, sts, err
 	}
-	return smps, hists, nil
+	sts.floats, sts.hists = startsFor(floats, fsts, smps), startsFor(histograms, hsts, hists)
+	return smps, hists, sts, nil
 }
 
 // matchSeries returns the series matching ms, sorted by labels.
@@ -161,34 +169,36 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 //
 // st (nil: not counted) counts what is read from the object store; with
 // st.localOnly, files that exist only there are skipped.
-func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) ([]S, error) {
+func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) ([]S, []StartTime, error) {
 	const attempts = 5
 	for i := 1; ; i++ {
-		out, listed, missing, err := readTrackOnce(s, k, ms, mint, maxt, st)
+		out, sts, listed, missing, err := readTrackOnce(s, k, ms, mint, maxt, st)
 		if err != nil || !missing || i == attempts {
-			return out, err
+			return out, sts, err
 		}
 		ms.mu.Lock()
 		tr := k.track(ms, false)
 		same := tr != nil && slices.Equal(tr.files, listed)
 		ms.mu.Unlock()
 		if same {
-			return out, nil // retention is deleting it: expired data
+			return out, sts, nil // retention is deleting it: expired data
 		}
 	}
 }
 
 // readTrackOnce is one attempt of readTrack; it also returns the track's
 // files it listed and whether a listed file was missing.
-func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) (out []S, listed []int64, missing bool, err error) {
+func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) (out []S, sts []StartTime, listed []int64, missing bool, err error) {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
 	if tr == nil {
 		ms.mu.Unlock()
-		return nil, nil, false, nil
+		return nil, nil, nil, false, nil
 	}
 	flushing := inRange(k, nil, tr.flushingBuf(), mint, maxt)
 	head := inRange(k, nil, tr.head, mint, maxt)
+	var stRuns [][]StartTime
+	memSts := [2][]StartTime{slices.Clone(startsIn(tr.flushingStarts(), mint, maxt)), slices.Clone(startsIn(tr.headStarts(), mint, maxt))}
 	files := filesInRange(tr, mint, maxt)
 	listed = slices.Clone(tr.files)
 	ms.mu.Unlock()
@@ -201,8 +211,11 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 			}
 		}
 		path := filePath(s.dir, k, ms.ref, f.start)
-		lo, _, ok, err := readFileStats(k, s.readers, path, mint, maxt, st, func(run []S) error {
+		lo, _, ok, err := readFileStarts(k, s.readers, path, mint, maxt, st, func(run []S, sts []StartTime) error {
 			runs = append(runs, run)
+			if len(sts) > 0 {
+				stRuns = append(stRuns, sts)
+			}
 			return nil
 		})
 		if errors.Is(err, os.ErrNotExist) {
@@ -210,7 +223,7 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 			continue
 		}
 		if err != nil {
-			return nil, listed, false, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
+			return nil, nil, listed, false, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
 		}
 		// Cache the lower bound of sealed files only: the newest file may
 		// take an older sample between this read and the store.
@@ -228,7 +241,12 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 	if len(head) > 0 {
 		runs = append(runs, head)
 	}
-	return mergeRuns(k, runs), listed, missing, nil
+	for _, m := range memSts {
+		if len(m) > 0 {
+			stRuns = append(stRuns, m)
+		}
+	}
+	return mergeRuns(k, runs), mergeStarts(stRuns), listed, missing, nil
 }
 
 // mergeRuns merges sorted runs into one sorted run, keeping the first
@@ -313,6 +331,7 @@ type seriesSet struct {
 	ctx        context.Context
 	list       []*memSeries
 	mint, maxt int64
+	readMaxt   int64 // maxt, or later with StartTimeZeroSamples
 	i          int
 	cur        *loadedSeries
 	total      int64
@@ -351,18 +370,22 @@ func (ss *seriesSet) next() bool {
 		ms := ss.list[ss.i]
 		var smps []Sample
 		var hists []HistogramSample
+		var sts seriesStarts
 		var err error
 		if ss.la != nil {
 			lt := ss.la.get(ss.i)
-			smps, hists, err = lt.smps, lt.hists, lt.err
+			smps, hists, sts, err = lt.smps, lt.hists, lt.starts, lt.err
 			ss.st.bucketBytes += lt.st.bucketBytes
 			ss.st.bucketBlocks += lt.st.bucketBlocks
 		} else {
-			smps, hists, err = loadTracks(ss.s, ms, ss.mint, ss.maxt, &ss.st)
+			smps, hists, sts, err = loadTracks(ss.s, ms, ss.mint, ss.readMaxt, &ss.st)
 		}
 		if err != nil {
 			ss.err = err
 			return false
+		}
+		if ss.s.opts.StartTimeZeroSamples {
+			smps, hists, sts = withZeroSamplesIn(smps, hists, sts, ss.mint, ss.maxt, ss.s.opts.MinTimestamp)
 		}
 		if len(smps) == 0 && len(hists) == 0 {
 			continue
@@ -372,7 +395,7 @@ func (ss *seriesSet) next() bool {
 			ss.err = fmt.Errorf("%w: more than %d samples selected", ErrQueryLimit, lim)
 			return false
 		}
-		ss.cur = &loadedSeries{lset: ms.lset, samples: smps, hists: hists}
+		ss.cur = &loadedSeries{lset: ms.lset, samples: smps, hists: hists, starts: sts}
 		return true
 	}
 	return false
@@ -387,6 +410,7 @@ type loadedSeries struct {
 	lset    labels.Labels
 	samples []Sample
 	hists   []HistogramSample
+	starts  seriesStarts
 }
 
 func (l *loadedSeries) Labels() labels.Labels    { return l.lset }

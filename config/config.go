@@ -127,7 +127,12 @@ type StorageConfig struct {
 	// since the Unix epoch (400, out of bounds). The default 0 refuses
 	// negative timestamps, as Prometheus does.
 	MinTimestamp int64 `yaml:"min_timestamp"`
-	MaxOpenFiles int   `yaml:"max_open_files"`
+	// CreatedTimestampZeroIngestion presents, to queries and remote read,
+	// a zero sample at each stored start timestamp, as Prometheus stores
+	// one with --enable-feature=created-timestamp-zero-ingestion (named
+	// after that flag). Read time only: the files keep what was sent.
+	CreatedTimestampZeroIngestion bool `yaml:"created_timestamp_zero_ingestion"`
+	MaxOpenFiles                  int  `yaml:"max_open_files"`
 	// FlushCodec is "auto" (default: zstd at ZstdLevel for flushed blocks
 	// of at least FlushAutoMinRows rows, none for the small blocks of
 	// age-triggered flushes, which compaction compresses later), "none"
