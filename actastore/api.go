@@ -19,6 +19,8 @@ type Sample struct {
 type SeriesSamples struct {
 	Labels  labels.Labels
 	Samples []Sample
+	// Starts are start timestamps of some of Samples (SeriesData.SampleStarts).
+	Starts []StartTime
 }
 
 // AppendResult reports what one Append stored. A batch may be partly

@@ -38,6 +38,12 @@ type SeriesData struct {
 	Samples    []Sample
 	Histograms []HistogramSample
 	Exemplars  []Exemplar
+	// SampleStarts and HistogramStarts are the start timestamps a sender
+	// gave for some of Samples and Histograms (by T, any order; nil when
+	// none): stored with the samples accepted, checked as Prometheus does
+	// (startTimeVerdict); one whose sample is rejected is dropped with it.
+	SampleStarts    []StartTime
+	HistogramStarts []StartTime
 }
 
 // AppendLabelPair appends one label to a SeriesData.LabelPairs encoding:

@@ -12,7 +12,8 @@ func BenchmarkReplayFullHead(b *testing.B) {
 	const n, steps = 2000, 2880
 	ls := benchLabels(n)
 	dir := b.TempDir()
-	opts := Options{BlockRows: 1 << 20, MaxHeadAge: 24 * time.Hour, MaintenanceInterval: -1, MaxHeadSamples: 0}
+	// A head bound high enough that nothing flushes by size (flush.go).
+	opts := Options{BlockRows: 1 << 20, MaxHeadAge: 24 * time.Hour, MaintenanceInterval: -1, MaxHeadBytes: 16 << 30}
 	s := openT(b, dir, opts)
 	for step := 0; step < steps; step += 60 {
 		batch := make([]SeriesSamples, n)

@@ -81,9 +81,12 @@ func (s *Store) Commit(ctx context.Context, b *Batch) (Result, error) {
 
 // Append stores float samples only: a Commit of a batch holding just them.
 func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult, error) {
-	var b Batch
+	b := Batch{Series: make([]SeriesData, 0, len(batch))}
 	for _, ss := range batch {
 		b.Add(ss.Labels, ss.Samples, nil, nil)
+		if len(ss.Starts) > 0 && len(ss.Samples) > 0 {
+			b.Series[len(b.Series)-1].SampleStarts = ss.Starts
+		}
 	}
 	res, err := s.Commit(ctx, &b)
 	if err != nil {
@@ -114,6 +117,19 @@ type txn struct {
 	hs     []refSamples[HistogramSample]
 	es     []refExemplars
 	dups   [numKinds]int
+	// Start timestamps of accepted samples (arenas, sorted per series),
+	// the series that have some (sparse, in series order, so a batch
+	// without any costs nothing) and what was dropped, by reason.
+	fsts, hsts []StartTime
+	stSeries   []txnStarts
+	ss         []refStarts
+	stDropped  [numStartReasons]int
+}
+
+// txnStarts is the start timestamps of series[i]: ranges of fsts and hsts.
+type txnStarts struct {
+	i                  int
+	fs0, fs1, hs0, hs1 int
 }
 
 // txnSeries is one series' accepted part of a batch: ranges of the arenas.
@@ -151,10 +167,11 @@ func (t *txn) release() {
 	clear(t.fs)
 	clear(t.hs)
 	clear(t.es)
+	clear(t.ss)
 	t.rb.reset()
 	*t = txn{series: t.series[:0], floats: t.floats[:0], hists: t.hists[:0], exs: t.exs[:0], meta: t.meta[:0],
 		defs: t.defs[:0], logged: t.logged[:0], recs: t.recs[:0], rb: t.rb, fs: t.fs[:0], hs: t.hs[:0], es: t.es[:0],
-		rs: resolver{canon: t.rs.canon[:0]}}
+		rs: resolver{canon: t.rs.canon[:0]}, fsts: t.fsts[:0], hsts: t.hsts[:0], ss: t.ss[:0], stSeries: t.stSeries[:0]}
 	txnPool.Put(t)
 }
 
@@ -233,10 +250,21 @@ func (t *txn) addSeries(d *SeriesData) {
 		hhits = lookupFiles(t.s, histograms, ms, hneed, hhits)
 	}
 	ts.f1, ts.h1 = len(t.floats), len(t.hists)
+	sts := txnStarts{i: len(t.series), fs0: len(t.fsts), hs0: len(t.hsts)}
+	if len(d.SampleStarts) > 0 {
+		t.fsts = acceptedStarts(floats, t, t.fsts, d.SampleStarts, t.floats[ts.f0:ts.f1])
+	}
+	if len(d.HistogramStarts) > 0 {
+		t.hsts = acceptedStarts(histograms, t, t.hsts, d.HistogramStarts, t.hists[ts.h0:ts.h1])
+	}
+	sts.fs1, sts.hs1 = len(t.fsts), len(t.hsts)
 	t.addExemplars(ms, d.Exemplars)
 	ts.e1 = len(t.exs)
 	if ts.f1 > ts.f0 || ts.h1 > ts.h0 || ts.e1 > ts.e0 {
 		t.series = append(t.series, ts)
+		if sts.fs1 > sts.fs0 || sts.hs1 > sts.hs0 {
+			t.stSeries = append(t.stSeries, sts)
+		}
 	}
 }
 
@@ -469,6 +497,19 @@ func (t *txn) records() [][]byte {
 	t.fs, t.hs, t.es = fs, hs, es
 	appendSamplesRecords(floats, &t.rb, fs)
 	appendSamplesRecords(histograms, &t.rb, hs)
+	// After the samples they belong to (replay adds them to head samples).
+	ss := t.ss[:0]
+	for _, st := range t.stSeries {
+		ref := t.series[st.i].ms.ref
+		if st.fs1 > st.fs0 {
+			ss = append(ss, refStarts{Ref: ref, Kind: kindFloat, Starts: t.fsts[st.fs0:st.fs1]})
+		}
+		if st.hs1 > st.hs0 {
+			ss = append(ss, refStarts{Ref: ref, Kind: kindHistogram, Starts: t.hsts[st.hs0:st.hs1]})
+		}
+	}
+	t.ss = ss
+	appendStartsRecords(&t.rb, ss)
 	t.recs = t.rb.records(t.recs[:0])
 	for len(es) > 0 {
 		n, size := 0, 0
@@ -492,19 +533,30 @@ func (t *txn) apply(seg int32) {
 	nowNs := s.now().UnixNano()
 	var written [numKinds]int
 	var bytes int64
-	for _, ts := range t.series {
+	sts := t.stSeries
+	for i, ts := range t.series {
+		var st txnStarts
+		if len(sts) > 0 && sts[0].i == i {
+			st, sts = sts[0], sts[1:]
+		}
 		ms := ts.ms
 		ms.mu.Lock()
 		idle := !ms.hasHeadLocked()
 		n, b := insertAll(floats, &ms.floats, t.floats[ts.f0:ts.f1], seg, nowNs)
 		written[kindFloat] += n
 		bytes += b
+		if st.fs1 > st.fs0 {
+			bytes += int64(addStarts(&ms.floats, t.fsts[st.fs0:st.fs1])) * startBytes
+		}
 		full := len(ms.floats.head) >= s.opts.BlockRows
 		if ts.h1 > ts.h0 {
 			tr := histograms.track(ms, true)
 			n, b := insertAll(histograms, tr, t.hists[ts.h0:ts.h1], seg, nowNs)
 			written[kindHistogram] += n
 			bytes += b
+			if st.hs1 > st.hs0 {
+				bytes += int64(addStarts(tr, t.hsts[st.hs0:st.hs1])) * startBytes
+			}
 			full = full || len(tr.head) >= maxHistBlockRows
 		}
 		if ts.e1 > ts.e0 {
@@ -545,6 +597,7 @@ func (t *txn) count() {
 	if t.rs.sorted > 0 {
 		t.s.m.labelsSorted.Add(float64(t.rs.sorted))
 	}
+	t.countStarts()
 }
 
 // appendable reports whether ss, strictly increasing, all come after the

@@ -176,6 +176,7 @@ func dropTrackRange[S any](s *Store, k kind[S], tr *track[S], mint, maxt int64) 
 	if len(tr.head) == 0 {
 		tr.head = nil
 	}
+	b += int64(pruneStarts(k, tr)) * startBytes
 	if last, ok := tr.lastFlushed(); ok && k.ts(last) >= mint && k.ts(last) <= maxt {
 		tr.clearLast()
 	}
@@ -236,6 +237,7 @@ func rewriteWithout[S any](s *Store, k kind[S], ms *memSeries, path string, mint
 		return false, false, err
 	}
 	var keep []S
+	var keepSts []StartTime
 	hit := false
 	for i, bi := range r.Blocks() {
 		if bi.Rows == 0 {
@@ -246,10 +248,15 @@ func rewriteWithout[S any](s *Store, k kind[S], ms *memSeries, path string, mint
 			r.Close()
 			return false, false, err
 		}
-		all, err := k.decode(nil, r.Schema(), b, math.MinInt64, math.MaxInt64)
+		all, sts, err := decodeWithStarts(k, nil, nil, r.Schema(), b, math.MinInt64, math.MaxInt64)
 		if err != nil {
 			r.Close()
 			return false, false, err
+		}
+		for _, st := range sts {
+			if st.T < mint || st.T > maxt {
+				keepSts = append(keepSts, st)
+			}
 		}
 		for _, smp := range all {
 			if t := k.ts(smp); t >= mint && t <= maxt {
@@ -273,17 +280,25 @@ func rewriteWithout[S any](s *Store, k kind[S], ms *memSeries, path string, mint
 	// Stable: the file's order decides among equal timestamps, as reads do.
 	slices.SortStableFunc(keep, func(a, b S) int { return cmpInt64(k.ts(a), k.ts(b)) })
 	keep = dedupeSorted(k, keep)
+	keepSts = sortStarts(keepSts)
+	// A file that had the start-timestamp column keeps it on every block
+	// (one schema per file), even when the deletion took every value.
+	withCol := r.Schema().Index(colStart) >= 0
 	rows := k.maxBlockRows(s.fo)
 	var batches []*acta.Batch
 	for lo := 0; lo < len(keep); lo += rows {
-		b, err := k.batch(keep[lo:min(lo+rows, len(keep))], false)
+		part := keep[lo:min(lo+rows, len(keep))]
+		b, err := k.batch(part, false)
 		if err != nil {
 			return false, false, err
+		}
+		if withCol {
+			b = withStarts(k, b, part, keepSts, true)
 		}
 		batches = append(batches, b)
 	}
 	co := s.opts.Compaction
-	_, err = rotation.Rewrite(path, compactTmpPath(path), k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel})
+	_, err = rotation.Rewrite(path, lockedTmpPath(path), k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel})
 	s.readers.invalidate(path)
 	if err != nil {
 		return false, false, err

@@ -63,6 +63,13 @@
 //     one whose labels exceed 128 UTF-8 characters (OpenMetrics) is dropped
 //     and counted, never failing the batch. Metadata: the latest per family.
 //   - Every float bit pattern is stored exactly, stale markers included.
+//   - Start timestamps (StartTime, starttime*.go) are kept beside the
+//     samples that have one: a WAL record of their own (type 9), a
+//     nullable start_timestamp column in the files that hold one, nothing
+//     per sample for a series without them. One at or after its sample,
+//     or below MinTimestamp, is dropped and counted, the sample kept (the
+//     rules of Prometheus's appender). With StartTimeZeroSamples, Select
+//     presents Prometheus's zero sample at each (read time only).
 //   - Rejections are per item or per series and never fail the batch; the
 //     Result counts them per kind and by reason with a few errors wrapping
 //     the sentinels. Commit's own error means nothing was acknowledged.

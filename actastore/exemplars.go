@@ -108,17 +108,8 @@ func (s *Store) loadExemplars(ms *memSeries) {
 	if e.loaded {
 		return
 	}
-	merged := slices.Clone(old)
-	for _, x := range e.kept {
-		if !slices.ContainsFunc(merged, func(o Exemplar) bool { return sameExemplar(o, x) }) {
-			merged = append(merged, x)
-		}
-	}
-	if n := len(merged); n > maxExemplarsKept {
-		merged = slices.Delete(merged, 0, n-maxExemplarsKept)
-	}
-	e.kept, e.fileRows, e.loaded = merged, rows, true
-	e.unflushed = min(e.unflushed, len(e.kept))
+	e.kept, e.unflushed = mergeExemplars(old, e.kept, e.unflushed, maxExemplarsKept)
+	e.fileRows, e.loaded = rows, true
 }
 
 // flushExemplars appends the series' unflushed exemplars to its exemplar
@@ -135,6 +126,10 @@ func (s *Store) flushExemplars(ms *memSeries) error {
 	ms.mu.Lock()
 	e := ms.ex
 	n := e.unflushed
+	if n == 0 { // the file held them all
+		ms.mu.Unlock()
+		return nil
+	}
 	fresh := slices.Clone(e.kept[len(e.kept)-n:])
 	kept := slices.Clone(e.kept)
 	rows := e.fileRows

@@ -82,10 +82,18 @@ func parseSeriesFileName(name string) (ref uint64, startMs int64, ok bool) {
 	return ref, startMs, true
 }
 
-// compactTmpPath is where compaction writes the new version of a sealed
-// series file before renaming it over path. It ends in tmpSuffix, so Open
-// removes a leftover of a crash.
+// compactTmpPath is where maintenance (compaction, tier merges: one pass
+// at a time) writes the new version of a series file before renaming it
+// over path; a merge's commit protocol names it. It ends in tmpSuffix, so
+// Open removes a leftover of a crash.
 func compactTmpPath(path string) string { return path + tmpSuffix }
+
+// lockedTmpPath is compactTmpPath for the rewrites made under the series'
+// flush lock (a flush's for a value the file's type does not hold, a
+// deletion's), which run while maintenance may be writing its version of
+// the same file outside that lock: with one name for both, either could
+// remove the other's and rename its own older version into place.
+func lockedTmpPath(path string) string { return path + ".locked" + tmpSuffix }
 
 // mergeMarkerName names the commit marker of a merge of ref's files
 // starting at a through b into the file starting at a.

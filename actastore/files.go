@@ -54,6 +54,16 @@ func readFile[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, 
 // readFileStats is readFile counting, in st (nil: not counted), the bytes
 // of the blocks it reads from the object store.
 func readFileStats[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, st *readStats, fn func(run []S) error) (lo, hi int64, ok bool, err error) {
+	var fs func(run []S, sts []StartTime) error
+	if fn != nil {
+		fs = func(run []S, _ []StartTime) error { return fn(run) }
+	}
+	return readFileStarts(k, rc, path, mint, maxt, st, fs)
+}
+
+// readFileStarts is readFileStats passing fn, with each run, the start
+// timestamps of its samples (sorted by T; nil when none).
+func readFileStarts[S any](k kind[S], rc *readerCache, path string, mint, maxt int64, st *readStats, fn func(run []S, sts []StartTime) error) (lo, hi int64, ok bool, err error) {
 	r, done, remote, err := rc.open(path)
 	if err != nil {
 		return 0, 0, false, err
@@ -62,9 +72,9 @@ func readFileStats[S any](k kind[S], rc *readerCache, path string, mint, maxt in
 	return readOpened(k, r, remote, mint, maxt, st, fn)
 }
 
-// readOpened is readFileStats on an open reader (remote: its reads go to
+// readOpened is readFileStarts on an open reader (remote: its reads go to
 // the object store).
-func readOpened[S any](k kind[S], r *acta.Reader, remote bool, mint, maxt int64, st *readStats, fn func(run []S) error) (lo, hi int64, ok bool, err error) {
+func readOpened[S any](k kind[S], r *acta.Reader, remote bool, mint, maxt int64, st *readStats, fn func(run []S, sts []StartTime) error) (lo, hi int64, ok bool, err error) {
 	for _, bi := range r.Blocks() {
 		if bi.Rows == 0 {
 			continue
@@ -89,7 +99,7 @@ func readOpened[S any](k kind[S], r *acta.Reader, remote bool, mint, maxt int64,
 		if err != nil {
 			return lo, hi, ok, fmt.Errorf("read block %d (offset %d): %w", i, bi.Offset, err)
 		}
-		run, err := k.decode(nil, s, b, mint, maxt)
+		run, sts, err := decodeWithStarts(k, nil, nil, s, b, mint, maxt)
 		if err != nil {
 			return lo, hi, ok, fmt.Errorf("decode block %d (offset %d): %w", i, bi.Offset, err)
 		}
@@ -98,8 +108,9 @@ func readOpened[S any](k kind[S], r *acta.Reader, remote bool, mint, maxt int64,
 		}
 		if !bi.Sorted {
 			slices.SortStableFunc(run, func(a, b S) int { return cmpInt64(k.ts(a), k.ts(b)) })
+			sts = sortStarts(sts)
 		}
-		if err := fn(run); err != nil {
+		if err := fn(run, sts); err != nil {
 			return lo, hi, ok, err
 		}
 	}

@@ -223,19 +223,27 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	c := tr.coldState()
 	c.flushing, c.flushingSeg = smps, tr.headSeg
 	tr.head = nil
+	sts := tr.headStarts()
+	if sts != nil {
+		c.starts.flushing, c.starts.head = sts, nil
+	}
 	if !ms.hasHeadLocked() {
 		s.hd.series.Add(-1)
 	}
 	ms.mu.Unlock()
 
 	began := time.Now()
-	written, path, err := writeRotated(s, k, ms, smps)
+	written, path, err := writeRotated(s, k, ms, smps, sts)
 	ms.mu.Lock()
 	if written > 0 {
 		flushed(k, tr, smps[:written])
 	}
 	if err == nil {
 		c.flushing = nil
+		if sts != nil {
+			c.starts.flushing = nil
+			s.hd.added(0, -int64(len(sts))*startBytes)
+		}
 		ms.mu.Unlock()
 		accountFlushed(s, k, smps[:written])
 		s.hd.flushes.Add(1)
@@ -256,6 +264,15 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	tr.head, c.flushing = rest, nil
 	for _, smp := range newer {
 		insert(k, tr, smp, seg, 0)
+	}
+	if sts != nil {
+		// The start timestamps go back with their samples (those of the
+		// written ones are dropped at the next flush, matched by T).
+		newerSts := c.starts.head
+		c.starts.head, c.starts.flushing = sts, nil
+		before := len(sts) + len(newerSts)
+		addStarts(tr, newerSts)
+		s.hd.added(0, -int64(before-len(c.starts.head))*startBytes)
 	}
 	tr.headSeg, tr.headSince = seg, since
 	if idle && ms.hasHeadLocked() {

@@ -52,6 +52,9 @@ type SeriesExtras struct {
 	Labels     labels.Labels
 	Histograms []HistogramSample
 	Exemplars  []Exemplar
+	// HistogramStarts are start timestamps of some of Histograms
+	// (SeriesData.HistogramStarts).
+	HistogramStarts []StartTime
 }
 
 // ErrInvalidHistogram: a histogram fails model/histogram's Validate (spans

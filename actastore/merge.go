@@ -47,6 +47,7 @@ func (m *mergedSet) Next() bool {
 	}
 	var fruns [][]Sample
 	var hruns [][]HistogramSample
+	var fsts, hsts [][]StartTime
 	for i, h := range m.heads {
 		if h == nil || !labels.Equal(h.Labels(), lowest) {
 			continue
@@ -62,6 +63,10 @@ func (m *mergedSet) Next() bool {
 		if len(hs) > 0 {
 			hruns = append(hruns, hs)
 		}
+		if sts, ok := h.(StartTimeSeries); ok {
+			f, hh := sts.StartTimes()
+			fsts, hsts = append(fsts, f), append(hsts, hh)
+		}
 		m.heads[i] = nil
 		if m.sets[i].Next() {
 			m.heads[i] = m.sets[i].At()
@@ -70,7 +75,11 @@ func (m *mergedSet) Next() bool {
 			return false
 		}
 	}
-	m.cur = &loadedSeries{lset: lowest, samples: mergeRuns(floats, fruns), hists: mergeRuns(histograms, hruns)}
+	l := &loadedSeries{lset: lowest, samples: mergeRuns(floats, fruns), hists: mergeRuns(histograms, hruns)}
+	// The start timestamps of the samples that won (earlier sets win).
+	l.starts.floats = startsFor(floats, mergeStarts(fsts), l.samples)
+	l.starts.hists = startsFor(histograms, mergeStarts(hsts), l.hists)
+	m.cur = l
 	return true
 }
 

@@ -26,6 +26,8 @@ type metrics struct {
 	headBytes       prometheus.GaugeFunc
 	labelsSorted    prometheus.Counter
 	duplicates      prometheus.Counter
+	startsStored    prometheus.Counter
+	startsDropped   *prometheus.CounterVec
 	rejected        *prometheus.CounterVec
 	walTruncations  prometheus.Counter
 	replayedSamples prometheus.Counter
@@ -92,6 +94,12 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_samples_duplicate_dropped_total", Help: "Exact duplicates (samples and histograms) dropped silently.",
 		}),
+		startsStored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_start_timestamps_stored_total", Help: "Start timestamps of samples and histograms stored with them.",
+		}),
+		startsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "acta_store_start_timestamps_dropped_total", Help: "Start timestamps dropped (their samples kept), by reason: not_before_sample (at or after its sample), out_of_bounds (below storage.min_timestamp).",
+		}, []string{"reason"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acta_store_samples_rejected_total", Help: "Samples, histograms and exemplars refused, by reason.",
 		}, []string{"reason"}),
@@ -133,9 +141,13 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range reasons {
 		m.rejected.WithLabelValues(r)
 	}
+	for _, r := range startReasons {
+		m.startsDropped.WithLabelValues(r)
+	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.walFsync, m.walBytes, m.headSeries, m.headSamples, m.series,
 			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.sizeFlushes, m.flushedBytes, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
+			m.startsStored, m.startsDropped,
 			m.rejected, m.walTruncations, m.replayedSamples, m.walErrors, m.headOldest, m.openReaders, m.readerHits, m.readerMisses,
 			m.fsFree, m.fsSize} {
 			if err := reg.Register(c); err != nil {

@@ -1,6 +1,7 @@
 package actastore
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/acta-remote/acta-remote/acta"
+	"github.com/acta-remote/acta-remote/rotation"
 )
 
 // fileLayout returns a series file's schema ID, value type and block count.
@@ -21,24 +23,40 @@ func fileLayout(t testing.TB, path string) (uint64, string, int) {
 	return r.Schema().ID, r.Schema().Columns[1].Type.String(), len(r.Blocks())
 }
 
+// newestFixture is a store with daily files and a one-minute head age,
+// and one series whose samples add appends (the clock set to each) and
+// records in w.
+type newestFixture struct {
+	clk  *fakeClock
+	dir  string
+	opts Options
+	s    *Store
+	l    labels.Labels
+	w    want
+	add  func(ts int64, v float64)
+}
+
+func openNewestFixture(t *testing.T, name string) *newestFixture {
+	nf := &newestFixture{clk: &fakeClock{}, dir: t.TempDir(), l: labels.FromStrings("__name__", name), w: want{}}
+	nf.opts = rotOptions(nf.clk)
+	nf.opts.Rotation.Period = 24 * time.Hour
+	nf.opts.MaxHeadAge = time.Minute
+	nf.s = openT(t, nf.dir, nf.opts)
+	nf.add = func(ts int64, v float64) {
+		t.Helper()
+		nf.clk.Set(ts)
+		mustAppend(t, nf.s, []SeriesSamples{{Labels: nf.l, Samples: []Sample{{T: ts, V: v}}}})
+		nf.w.add(nf.l, Sample{T: ts, V: v})
+	}
+	return nf
+}
+
 // The newest file of an idle series is compacted too, and flushes then
 // append to it in its value type; a value the type cannot hold makes the
 // flush rewrite the file in a type that can.
 func TestNewestFileCompactedAndAppended(t *testing.T) {
-	clk := &fakeClock{}
-	dir := t.TempDir()
-	opts := rotOptions(clk)
-	opts.Rotation.Period = 24 * time.Hour
-	opts.MaxHeadAge = time.Minute
-	s := openT(t, dir, opts)
-	l := labels.FromStrings("__name__", "newest_counter")
-	w := want{}
-	add := func(ts int64, v float64) {
-		t.Helper()
-		clk.Set(ts)
-		mustAppend(t, s, []SeriesSamples{{Labels: l, Samples: []Sample{{T: ts, V: v}}}})
-		w.add(l, Sample{T: ts, V: v})
-	}
+	nf := openNewestFixture(t, "newest_counter")
+	clk, dir, opts, s, l, w, add := nf.clk, nf.dir, nf.opts, nf.s, nf.l, nf.w, nf.add
 	for i := range 200 {
 		add(day0+int64(i)*step15, float64(i*10))
 		if i%20 == 19 {
@@ -88,6 +106,7 @@ func TestNewestFileCompactedAndAppended(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openT(t, dir, opts)
+	nf.s = s // add writes to the reopened store
 	defer s.Close()
 	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
 	// Sealed by the next day's samples; maintenance settles, and the
@@ -147,4 +166,70 @@ func TestNewestFileRewrittenAsItDoubles(t *testing.T) {
 	if id, typ, blocks := fileLayout(t, path); id != sealedSchemaID || typ != "int64" || blocks != 9 {
 		t.Errorf("newest file: schema %d, %s, %d blocks (the rewrite's and 8 flushes since)", id, typ, blocks)
 	}
+}
+
+// A flush that rewrites the newest file for a value its type does not
+// hold, while compaction is rewriting the same file: each writes its own
+// temporary file, so the flush's cannot be replaced by compaction's older
+// version (which lacked the flushed samples: acknowledged data lost while
+// the file still validated, seen as a rare TestCrashKill9Tiers failure).
+func TestFlushRewriteRacingNewestCompaction(t *testing.T) {
+	nf := openNewestFixture(t, "newest_race")
+	clk, dir, opts, s, l, w, add := nf.clk, nf.dir, nf.opts, nf.s, nf.l, nf.w, nf.add
+	for i := range 100 {
+		add(day0+int64(i)*step15, float64(i*10))
+	}
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(day0 + 3*hour) // idle: the newest file is compacted, as int64
+	if res, err := s.Maintain(); err != nil || res.Compacted != 1 {
+		t.Fatalf("idle newest file: %+v %v", res, err)
+	}
+	path := seriesFilePath(dir, refOf(t, s, l), day0)
+	if _, typ, _ := fileLayout(t, path); typ != "int64" {
+		t.Fatalf("compacted newest file is %s, want int64", typ)
+	}
+	add(day0+3*hour, 5000) // appended in type: two blocks, no longer final
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	add(day0+3*hour+step15, 0.5) // int64 cannot hold it: the flush rewrites the file
+
+	ms := seriesOf(s, l)
+	written := make(chan struct{})
+	compacted := make(chan error, 1)
+	testHookSealedSwap = func(int) { close(written) }
+	testHookFlushRewrite = func() {
+		// The flush's new version is written; compaction now writes its
+		// own of the same file (from what the file held before the flush)
+		// and waits for the flush lock.
+		go func() {
+			_, err := rewriteSealed(s, floats, ms, []int64{day0}, true, rotation.CompactOptions{})
+			compacted <- err
+		}()
+		select {
+		case <-written:
+		case <-time.After(10 * time.Second):
+			t.Error("compaction never wrote its version")
+		}
+	}
+	defer func() { testHookSealedSwap, testHookFlushRewrite = nil, nil }()
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-compacted; !errors.Is(err, errStale) {
+		t.Fatalf("compaction racing the flush: %v, want errStale", err)
+	}
+	if _, typ, _ := fileLayout(t, path); typ != "decimal64(18,1)" {
+		t.Errorf("after the flush's rewrite the file is %s, want decimal64(18,1)", typ)
+	}
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	if err := validateFile(path); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openT(t, dir, opts)
+	defer s.Close()
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
 }

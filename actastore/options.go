@@ -56,6 +56,13 @@ type Options struct {
 	// since the epoch; ErrOutOfBounds); the zero Options refuse negative
 	// timestamps. Exemplars without a timestamp (0) are exempt.
 	MinTimestamp int64
+	// StartTimeZeroSamples makes Select present, for a sample stored with a
+	// start timestamp, a zero sample (a zero histogram with a counter-reset
+	// hint) at that start timestamp, as Prometheus stores one with
+	// --enable-feature=created-timestamp-zero-ingestion (starttime_read.go).
+	// Read time only: the files hold what was sent, and the option can be
+	// switched either way at any restart. Default off, as in Prometheus.
+	StartTimeZeroSamples bool
 
 	MaxOpenFiles int // open series file writers kept (LRU); default 256
 	// MaxOpenReaders is how many series file readers reads keep open

@@ -53,6 +53,7 @@ type ReadOnly struct {
 	truncations int
 	fs          []Sample
 	hs          []HistogramSample
+	sts         []StartTime
 	lb          labels.ScratchBuilder
 	tier        *readOnlyTier // the server uploads to an object store (readonly_tier.go)
 }
@@ -63,6 +64,8 @@ type walSeries struct {
 	floats         []Sample
 	hists          []HistogramSample
 	takenF, takenH int
+	// start timestamps of floats and hists, by kind (unsorted)
+	starts [numKinds][]StartTime
 }
 
 // SeriesInfo is one series of a ReadOnly view.
@@ -163,6 +166,16 @@ func (r *ReadOnly) Reload() (int, error) {
 				r.applyTombstone(t)
 				return nil
 			})
+		case recStartTimes:
+			var err error
+			r.sts, err = decodeStartsRecord(p, r.sts, func(ref uint64, k kindID, sts []StartTime) error {
+				if r.keeps(ref) {
+					w := r.walSeriesOf(seg, ref)
+					w.starts[k] = append(w.starts[k], sts...)
+				}
+				return nil
+			})
+			return err
 		}
 		return nil // exemplars, metadata, or a record type from a newer server
 	})
@@ -453,13 +466,13 @@ func BatchHistograms(s *acta.Schema, b *acta.Batch) ([]HistogramSample, error) {
 // wins). When a listed file disappears during the read (compaction merged
 // it, retention removed it) the read starts again from a fresh listing.
 func (r *ReadOnly) Samples(ref uint64, mint, maxt int64) ([]Sample, error) {
-	smps, _, err := readOnlyRead(r, floats, ref, mint, maxt)
+	smps, _, _, err := readOnlyRead(r, floats, ref, mint, maxt)
 	return smps, err
 }
 
 // Histograms is Samples for native histograms.
 func (r *ReadOnly) Histograms(ref uint64, mint, maxt int64) ([]HistogramSample, error) {
-	hs, _, err := readOnlyRead(r, histograms, ref, mint, maxt)
+	hs, _, _, err := readOnlyRead(r, histograms, ref, mint, maxt)
 	return hs, err
 }
 
@@ -467,6 +480,10 @@ func (r *ReadOnly) Histograms(ref uint64, mint, maxt int64) ([]HistogramSample, 
 type SeriesRead struct {
 	Floats     []Sample          // sorted, one per timestamp
 	Histograms []HistogramSample // sorted, one per timestamp
+	// FloatStarts and HistogramStarts are the start timestamps stored with
+	// Floats and Histograms (sorted by T, one per sample that has one; nil
+	// when none has).
+	FloatStarts, HistogramStarts []StartTime
 	// WALOnly counts those of both kinds that no series file holds yet:
 	// acknowledged, still in the server's head.
 	WALOnly int
@@ -478,10 +495,10 @@ func (r *ReadOnly) Read(ref uint64, mint, maxt int64) (SeriesRead, error) {
 	var out SeriesRead
 	var nf, nh int
 	var err error
-	if out.Floats, nf, err = readOnlyRead(r, floats, ref, mint, maxt); err != nil {
+	if out.Floats, out.FloatStarts, nf, err = readOnlyRead(r, floats, ref, mint, maxt); err != nil {
 		return SeriesRead{}, err
 	}
-	if out.Histograms, nh, err = readOnlyRead(r, histograms, ref, mint, maxt); err != nil {
+	if out.Histograms, out.HistogramStarts, nh, err = readOnlyRead(r, histograms, ref, mint, maxt); err != nil {
 		return SeriesRead{}, err
 	}
 	out.WALOnly = nf + nh
@@ -490,41 +507,47 @@ func (r *ReadOnly) Read(ref uint64, mint, maxt int64) (SeriesRead, error) {
 
 // readOnlyRead returns ref's samples of kind k in [mint, maxt] and how many
 // of them are in the WAL only.
-func readOnlyRead[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) ([]S, int, error) {
+func readOnlyRead[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) ([]S, []StartTime, int, error) {
 	const attempts = 5
 	var err error
 	for range attempts {
 		var runs [][]S
-		if runs, err = readOnlyFiles(r, k, ref, mint, maxt); !errors.Is(err, os.ErrNotExist) {
+		var stRuns [][]StartTime
+		if runs, stRuns, err = readOnlyFiles(r, k, ref, mint, maxt); !errors.Is(err, os.ErrNotExist) {
 			if err != nil {
-				return nil, 0, err
+				return nil, nil, 0, err
 			}
 			inFiles := mergeRuns(k, runs)
+			stRuns = append(stRuns, walStarts(r, k, ref, mint, maxt)) // files first: they win ties
 			wal := walRuns(r, k, ref, mint, maxt)
 			if len(wal) == 0 {
-				return inFiles, 0, nil
+				return inFiles, startsFor(k, mergeStarts(stRuns), inFiles), 0, nil
 			}
 			n := len(inFiles)
 			if n > 0 {
 				wal = append([][]S{inFiles}, wal...) // first: files win ties, as in Select
 			}
 			all := mergeRuns(k, wal)
-			return all, len(all) - n, nil
+			return all, startsFor(k, mergeStarts(stRuns), all), len(all) - n, nil
 		}
 	}
-	return nil, 0, fmt.Errorf("series %016x: files kept changing during %d reads: %w", ref, attempts, err)
+	return nil, nil, 0, fmt.Errorf("series %016x: files kept changing during %d reads: %w", ref, attempts, err)
 }
 
-func readOnlyFiles[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) ([][]S, error) {
+func readOnlyFiles[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) ([][]S, [][]StartTime, error) {
 	files, err := listFiles(r.dir, k.dir(), ref)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files, rc := r.withBucketFiles(k.id(), ref, files)
 	var runs [][]S
+	var stRuns [][]StartTime
 	for _, f := range SkipSealedBefore(files, mint) {
-		_, _, _, err := readFile(k, rc, f.Path, mint, maxt, func(run []S) error {
+		_, _, _, err := readFileStarts(k, rc, f.Path, mint, maxt, nil, func(run []S, sts []StartTime) error {
 			runs = append(runs, run)
+			if len(sts) > 0 {
+				stRuns = append(stRuns, sts)
+			}
 			return nil
 		})
 		if err != nil && errors.Is(err, acta.ErrCorrupt) {
@@ -533,10 +556,10 @@ func readOnlyFiles[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) 
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ref, f.Path, err)
+			return nil, nil, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ref, f.Path, err)
 		}
 	}
-	return runs, nil
+	return runs, stRuns, nil
 }
 
 // SkipSealedBefore drops, from a series' files sorted by start, the sealed

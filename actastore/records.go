@@ -219,36 +219,59 @@ func appendSamplesRecords[S any](k kind[S], rb *recordBuilder, series []refSampl
 // record of kind k (type byte included); the slice passed to fn is
 // scratch, valid only during the call.
 func decodeSamplesRecord[S any](k kind[S], rec []byte, scratch []S, fn func(ref uint64, s []S) error) ([]S, error) {
+	return walkSamplesRecord(k, rec, scratch, false, func(ref uint64, lo int, s []S) error { return fn(ref, s[lo:]) })
+}
+
+// decodeSamplesSpans decodes every series of a samples record of kind k,
+// appending their samples to buf and one span per series to spans.
+func decodeSamplesSpans[S any](k kind[S], rec []byte, buf []S, spans []replaySpan) ([]S, []replaySpan, error) {
+	buf, err := walkSamplesRecord(k, rec, buf, true, func(ref uint64, lo int, s []S) error {
+		spans = append(spans, replaySpan{ref: ref, lo: lo, hi: len(s)})
+		return nil
+	})
+	return buf, spans, err
+}
+
+// walkSamplesRecord decodes a samples record series by series into buf
+// (from its start for each series, or appended when keep) and calls fn
+// with each series' ref and where its samples start in buf.
+func walkSamplesRecord[S any](k kind[S], rec []byte, buf []S, keep bool, fn func(ref uint64, lo int, buf []S) error) ([]S, error) {
 	if len(rec) == 0 {
-		return scratch, fmt.Errorf("%w: empty record", errRecord)
+		return buf, fmt.Errorf("%w: empty record", errRecord)
 	}
 	n, c := binary.Uvarint(rec[1:])
 	if c <= 0 {
-		return scratch, fmt.Errorf("%w: series count", errRecord)
+		return buf, fmt.Errorf("%w: series count", errRecord)
 	}
 	src := rec[1+c:]
 	for i := uint64(0); i < n; i++ {
 		if len(src) < 8 {
-			return scratch, fmt.Errorf("%w: %s series %d of %d cut short", errRecord, k.name(), i, n)
+			return buf, fmt.Errorf("%w: %s series %d of %d cut short", errRecord, k.name(), i, n)
 		}
 		ref := binary.LittleEndian.Uint64(src)
 		cnt, c := binary.Uvarint(src[8:])
 		if c <= 0 || cnt > uint64(len(src)) {
-			return scratch, fmt.Errorf("%w: %s count of series %d", errRecord, k.name(), i)
+			return buf, fmt.Errorf("%w: %s count of series %d", errRecord, k.name(), i)
+		}
+		lo := 0
+		if keep {
+			lo = len(buf)
+		} else {
+			buf = buf[:0]
 		}
 		var err error
-		scratch, src, err = k.decodeSamples(scratch[:0], src[8+c:], int(cnt))
+		buf, src, err = k.decodeSamples(buf, src[8+c:], int(cnt))
 		if err != nil {
-			return scratch, fmt.Errorf("%s series %d: %w", k.name(), i, err)
+			return buf, fmt.Errorf("%s series %d: %w", k.name(), i, err)
 		}
-		if err := fn(ref, scratch); err != nil {
-			return scratch, err
+		if err := fn(ref, lo, buf); err != nil {
+			return buf, err
 		}
 	}
 	if len(src) != 0 {
-		return scratch, fmt.Errorf("%w: %d trailing bytes after %d series", errRecord, len(src), n)
+		return buf, fmt.Errorf("%w: %d trailing bytes after %d series", errRecord, len(src), n)
 	}
-	return scratch, nil
+	return buf, nil
 }
 
 // refExemplars are exemplars of one series.

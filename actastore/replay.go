@@ -147,33 +147,16 @@ func (s *Store) attachFiles(sf *scannedFiles) {
 // torn WAL tail is cut by wal.Replay; corruption before the tail fails Open.
 func (s *Store) replayWAL() error {
 	dir := filepath.Join(s.dir, walDirName)
-	rp := replayer{s: s, nowNs: s.now().UnixNano()}
+	rp := replayer{s: s, nowNs: s.now().UnixNano(), total: segmentBytes(dir)}
+	pipe := newReplayPipe(&rp) // replay_pipeline.go
+	var seen int64
 	st, err := wal.Replay(dir, func(seg int, p []byte) error {
-		switch p[0] {
-		case recSeries:
-			return decodeSeriesRecord(&rp.lb, p, func(r seriesRec) error { return rp.define(r, seg) })
-		case recSamples:
-			var err error
-			rp.fs, err = decodeSamplesRecord(floats, p, rp.fs, func(ref uint64, ss []Sample) error {
-				return replaySamples(&rp, floats, int32(seg), ref, ss)
-			})
-			return err
-		case recHistograms:
-			var err error
-			rp.hs, err = decodeSamplesRecord(histograms, p, rp.hs, func(ref uint64, hs []HistogramSample) error {
-				return replaySamples(&rp, histograms, int32(seg), ref, hs)
-			})
-			return err
-		case recExemplars:
-			return decodeExemplarsRecord(&rp.lb, p, func(ref uint64, es []Exemplar) error { return rp.exemplars(int32(seg), ref, es) })
-		case recMetadata:
-			return decodeMetadataRecord(p, func(m NamedMetadata) { s.md.set([]NamedMetadata{m}) })
-		case recTombstones:
-			return decodeTombstonesRecord(p, rp.tombstone)
-		default:
-			return fmt.Errorf("unknown WAL record type %d in segment %08d", p[0], seg)
-		}
+		seen += int64(len(p))
+		return pipe.add(seg, p, seen)
 	})
+	if perr := pipe.close(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return fmt.Errorf("replay WAL: %w", err)
 	}
@@ -184,15 +167,74 @@ func (s *Store) replayWAL() error {
 	return nil
 }
 
+// apply applies one WAL record other than samples (the applying stage of
+// replay_pipeline.go, which decodes sample records before).
+func (rp *replayer) apply(seg int, p []byte) error {
+	s := rp.s
+	switch p[0] {
+	case recSeries:
+		return decodeSeriesRecord(&rp.lb, p, func(r seriesRec) error { return rp.define(r, seg) })
+	case recExemplars:
+		return decodeExemplarsRecord(&rp.lb, p, func(ref uint64, es []Exemplar) error { return rp.exemplars(int32(seg), ref, es) })
+	case recMetadata:
+		return decodeMetadataRecord(p, func(m NamedMetadata) { s.md.set([]NamedMetadata{m}) })
+	case recTombstones:
+		return decodeTombstonesRecord(p, rp.tombstone)
+	case recStartTimes:
+		var err error
+		rp.sts, err = decodeStartsRecord(p, rp.sts, func(ref uint64, k kindID, sts []StartTime) error {
+			return rp.starts(int32(seg), ref, k, sts)
+		})
+		return err
+	default:
+		return fmt.Errorf("unknown WAL record type %d in segment %08d", p[0], seg)
+	}
+}
+
 // replayer is the state of one WAL replay.
 type replayer struct {
 	s        *Store
 	nowNs    int64
 	lb       labels.ScratchBuilder
-	fs       []Sample
-	hs       []HistogramSample
+	hs       []HistogramSample // the legacy replay's scratch
+	sts      []StartTime
 	replayed int
 	legacy   bool // replaying the pre-one-WAL histogram WAL
+	// seen and total are the record bytes replayed so far and the WAL's
+	// size: how far through it the replay is (growForReplay).
+	seen, total int64
+}
+
+// segmentBytes is the size of the WAL segments in dir (0 when unknown).
+func segmentBytes(dir string) int64 {
+	segs, err := wal.Segments(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, i := range segs {
+		if fi, err := os.Stat(filepath.Join(dir, wal.SegmentName(i))); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// growForReplay makes room in a replayed head for what the rest of the WAL
+// will likely add to it: commits interleave series through the WAL, so a
+// series holding n samples after a fraction f of it ends with about n/f.
+// Growing to that once instead of doubling saves the copies and page
+// clearing that were most of a restart's time (BenchmarkReplayFullHead);
+// at most 8x at a time, so a series seen only early in the WAL reserves
+// little more than doubling would.
+func growForReplay[S any](tr *track[S], incoming int, seen, total int64) {
+	need := len(tr.head) + incoming
+	if need <= cap(tr.head) || seen <= 0 || total <= seen {
+		return
+	}
+	want := int(float64(need) * float64(total) / float64(seen) * 1.02)
+	want = min(max(want, need), 8*need)
+	tr.head = slices.Grow(tr.head, want-len(tr.head))
 }
 
 func (rp *replayer) define(r seriesRec, seg int) error {
@@ -231,6 +273,7 @@ func replaySamples[S any](rp *replayer, k kind[S], seg int32, ref uint64, smps [
 	}
 	tr := k.track(ms, true)
 	idle := !ms.hasHeadLocked()
+	growForReplay(tr, len(smps), rp.seen, rp.total)
 	n, b := insertAll(k, tr, smps, seg, rp.nowNs)
 	if idle && ms.hasHeadLocked() {
 		rp.s.hd.series.Add(1)
@@ -375,6 +418,7 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	for _, smp := range dropped {
 		b += k.size(smp)
 	}
+	b += int64(pruneStarts(k, tr)) * startBytes
 	s.hd.added(-int64(before-len(tr.head)), -b)
 	if len(tr.head) == 0 {
 		tr.head = nil

@@ -17,8 +17,9 @@ import (
 // period or after a full file. It returns how many leading samples are in
 // files (all of them unless err) and the last path written or tried. Called
 // with the series' flush lock held, so its newest file cannot change
-// meanwhile.
-func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S) (written int, path string, err error) {
+// meanwhile. sts are the start timestamps of smps (sorted by T; nil when
+// none).
+func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S, sts []StartTime) (written int, path string, err error) {
 	pol := s.opts.Rotation
 	ms.mu.Lock()
 	tr := k.track(ms, false)
@@ -70,7 +71,7 @@ func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S) (written 
 				return written, path, err
 			}
 		}
-		if err := writeBlocks(s, k, ms, path, start, part.Create, smps[part.Lo:part.Hi]); err != nil {
+		if err := writeBlocks(s, k, ms, path, start, part.Create, smps[part.Lo:part.Hi], sts); err != nil {
 			return written, path, err
 		}
 		if part.Create {
@@ -93,17 +94,25 @@ func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S) (written 
 // as blocks of at most the kind's block rows. Called with the series' flush
 // lock held. A newest file that compaction rewrote (its value type chosen
 // from what it held) gets the samples in its type; when one does not fit,
-// the file is rewritten with all it holds and the rest of smps.
-func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start int64, create bool, smps []S) error {
-	rest, err := appendBlocks(s, k, ms, path, start, create, smps)
+// the file is rewritten with all it holds and the rest of smps. So is a
+// file without a start-timestamp column when smps bring start timestamps
+// (sts, sorted by T; entries of other samples are ignored): a new file
+// gets the column when its first samples have some.
+func writeBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start int64, create bool, smps []S, sts []StartTime) error {
+	rest, err := appendBlocks(s, k, ms, path, start, create, smps, sts)
 	if !errors.Is(err, errNotRepresentable) {
 		return err
 	}
-	return rewriteWith(s, k, ms, path, rest)
+	return rewriteWith(s, k, ms, path, rest, sts)
 }
 
-func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start int64, create bool, smps []S) ([]S, error) {
-	e, err := s.writers.acquire(fileKey{ref: ms.ref, kind: k.id()}, path, create, k.schema(), k.writerOptions(s.fo))
+func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start int64, create bool, smps []S, sts []StartTime) ([]S, error) {
+	sts = startsFor(k, sts, smps)
+	schema := k.schema()
+	if len(sts) > 0 {
+		schema = schemaWithStart(schema)
+	}
+	e, err := s.writers.acquire(fileKey{ref: ms.ref, kind: k.id()}, path, create, schema, k.writerOptions(s.fo))
 	if err != nil {
 		return smps, err
 	}
@@ -124,7 +133,8 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 		n := min(len(smps), rows)
 		b, err := k.batch(smps[:n], false)
 		if err == nil {
-			b, err = k.adapt(b, e.w.Schema())
+			b = withStarts(k, b, smps[:n], sts, false)
+			b, err = adaptWithStarts(k, b, smps[:n], e.w.Schema())
 		}
 		if errors.Is(err, errNotRepresentable) {
 			e.broken = true // closed on release: the file is rewritten
@@ -157,17 +167,18 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 // closed) with what it holds and smps, in a layout chosen over all of
 // them: what a flush does when its samples do not fit the value type a
 // compaction gave the file. The series' flush lock is held.
-func rewriteWith[S any](s *Store, k kind[S], ms *memSeries, path string, smps []S) error {
+func rewriteWith[S any](s *Store, k kind[S], ms *memSeries, path string, smps []S, sts []StartTime) error {
 	s.writers.forget(fileKey{ref: ms.ref, kind: k.id()}, path)
 	r, err := acta.Open(path)
 	if err != nil {
 		return err
 	}
 	var all []S
+	var allSts []StartTime
 	for i := range r.Blocks() {
 		b, err := r.ReadBlock(i)
 		if err == nil {
-			all, err = k.decode(all, r.Schema(), b, math.MinInt64, math.MaxInt64)
+			all, allSts, err = decodeWithStarts(k, all, allSts, r.Schema(), b, math.MinInt64, math.MaxInt64)
 		}
 		if err != nil {
 			r.Close()
@@ -178,19 +189,23 @@ func rewriteWith[S any](s *Store, k kind[S], ms *memSeries, path string, smps []
 	all = append(all, smps...) // the file's first: the first stored wins
 	slices.SortStableFunc(all, func(a, b S) int { return cmpInt64(k.ts(a), k.ts(b)) })
 	all = dedupeSorted(k, all)
+	allSts = mergeStarts([][]StartTime{allSts, startsFor(k, sts, smps)})
 	co := s.opts.Compaction
 	rows := co.BlockRows
 	if rows <= 0 {
 		rows = 65536
 	}
-	batches, err := k.sealedBatches(all, min(rows, k.maxBlockRows(fileOptions{blockRows: rows})))
+	batches, err := sealedBatchesWithStarts(k, all, allSts, min(rows, k.maxBlockRows(fileOptions{blockRows: rows})))
 	if err != nil {
 		return err
 	}
-	tmp := compactTmpPath(path)
+	tmp := lockedTmpPath(path)
 	res, err := rotation.WriteTemp([]string{path}, tmp, k.schema(), batches, rotation.CompactOptions{ZstdLevel: co.ZstdLevel})
 	if err != nil {
 		return err
+	}
+	if testHookFlushRewrite != nil {
+		testHookFlushRewrite()
 	}
 	if err := rotation.Install(tmp, path, &res); err != nil {
 		return err
@@ -210,3 +225,7 @@ func rewriteWith[S any](s *Store, k kind[S], ms *memSeries, path string, smps []
 // track's blocks (with the series' flush lock held): a test makes a kind's
 // file I/O hang there and checks what does not wait for it.
 var testHookWriteBlocks func(kindID)
+
+// testHookFlushRewrite, set by tests only, runs between rewriteWith's
+// writing of the new version and its rename over the file.
+var testHookFlushRewrite func()

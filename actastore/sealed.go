@@ -75,31 +75,31 @@ type sealedInput struct {
 // deduplicated run. final reports a single input written by compaction
 // already and not appended to since (nothing is decoded then), blocks its
 // block index.
-func readSealed[S any](k kind[S], in []sealedInput) (all []S, final bool, blocks []acta.BlockInfo, err error) {
+func readSealed[S any](k kind[S], in []sealedInput) (all []S, sts []StartTime, final bool, blocks []acta.BlockInfo, err error) {
 	for _, f := range in {
 		r, err := acta.Open(f.path)
 		if err != nil {
-			return nil, false, nil, err
+			return nil, nil, false, nil, err
 		}
 		if len(in) == 1 && k.final(r.Schema()) && compactBlocks(r.Blocks()) {
 			blocks = r.Blocks()
 			r.Close()
-			return nil, true, blocks, nil
+			return nil, nil, true, blocks, nil
 		}
 		for i := range r.Blocks() {
 			b, err := r.ReadBlock(i)
 			if err == nil {
-				all, err = k.decode(all, r.Schema(), b, math.MinInt64, math.MaxInt64)
+				all, sts, err = decodeWithStarts(k, all, sts, r.Schema(), b, math.MinInt64, math.MaxInt64)
 			}
 			if err != nil {
 				r.Close()
-				return nil, false, nil, fmt.Errorf("block %d of %s: %w", i, f.path, err)
+				return nil, nil, false, nil, fmt.Errorf("block %d of %s: %w", i, f.path, err)
 			}
 		}
 		r.Close()
 	}
 	slices.SortStableFunc(all, func(a, b S) int { return cmpInt64(k.ts(a), k.ts(b)) })
-	return dedupeSorted(k, all), false, nil, nil
+	return dedupeSorted(k, all), sortStarts(sts), false, nil, nil
 }
 
 // statInputs records what the inputs are before they are read.
@@ -157,7 +157,7 @@ func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, ne
 	if err != nil {
 		return rotation.CompactResult{}, err
 	}
-	all, final, blocks, err := readSealed(k, in)
+	all, sts, final, blocks, err := readSealed(k, in)
 	if err != nil {
 		return rotation.CompactResult{}, err
 	}
@@ -172,7 +172,7 @@ func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, ne
 		rows = 65536
 	}
 	rows = min(rows, k.maxBlockRows(fileOptions{blockRows: rows}))
-	batches, err := k.sealedBatches(all, rows)
+	batches, err := sealedBatchesWithStarts(k, all, sts, rows)
 	if err != nil {
 		return rotation.CompactResult{}, err
 	}

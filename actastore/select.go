@@ -33,8 +33,12 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)}
 	}
-	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)},
-		chunks: wantsXORChunks(ctx)}
+	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, readMaxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)},
+		chunks: wantsXORChunks(ctx) && !s.opts.StartTimeZeroSamples}
+	if s.opts.StartTimeZeroSamples {
+		ss.readMaxt = zeroSampleReadMaxt(maxt)
+	}
+	readMaxt := ss.readMaxt
 	if len(list) > 1 {
 		// Decode the next series on the other cores while one is read
 		// (file decoding is most of a wide query's cost); with files in a
@@ -48,7 +52,7 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 				return loadedTracks{err: err}
 			}
 			lt := loadedTracks{st: readStats{localOnly: ss.st.localOnly}}
-			lt.load(s, list[i], mint, maxt, ss.chunks)
+			lt.load(s, list[i], mint, readMaxt, ss.chunks)
 			return lt
 		})
 	}
@@ -61,39 +65,47 @@ const tierLookahead = 16
 
 // loadedTracks is one series' samples as a lookahead loaded them.
 type loadedTracks struct {
-	smps  []Sample
-	parts []FloatPart // with chunks (WithXORChunks): the floats, smps nil
-	n     int         // floats, in smps or parts
-	hists []HistogramSample
-	st    readStats
-	err   error
+	smps   []Sample
+	parts  []FloatPart // with chunks (WithXORChunks): the floats, smps nil
+	n      int         // floats, in smps or parts
+	hists  []HistogramSample
+	starts seriesStarts
+	st     readStats
+	err    error
 }
 
 // load reads a series' samples of every kind in [mint, maxt], floats as
-// chunks where they can be when chunks is set.
+// chunks where they can be when chunks is set (then without the floats'
+// start timestamps: a streamed answer has no place for them).
 func (lt *loadedTracks) load(s *Store, ms *memSeries, mint, maxt int64, chunks bool) {
 	if !chunks {
-		lt.smps, lt.hists, lt.err = loadTracks(s, ms, mint, maxt, &lt.st)
+		lt.smps, lt.hists, lt.starts, lt.err = loadTracks(s, ms, mint, maxt, &lt.st)
 		lt.n = len(lt.smps)
 		return
 	}
 	if lt.parts, lt.smps, lt.n, lt.err = readFloatParts(s, ms, mint, maxt, &lt.st); lt.err != nil {
 		return
 	}
-	lt.hists, lt.err = readTrack(s, histograms, ms, mint, maxt, &lt.st)
+	var hsts []StartTime
+	if lt.hists, hsts, lt.err = readTrack(s, histograms, ms, mint, maxt, &lt.st); lt.err == nil {
+		lt.starts.hists = startsFor(histograms, hsts, lt.hists)
+	}
 }
 
-// loadTracks reads a series' samples of every kind in [mint, maxt].
-func loadTracks(s *Store, ms *memSeries, mint, maxt int64, st *readStats) ([]Sample, []HistogramSample, error) {
-	smps, err := readTrack(s, floats, ms, mint, maxt, st)
+// loadTracks reads a series' samples of every kind in [mint, maxt], with
+// their start timestamps.
+func loadTracks(s *Store, ms *memSeries, mint, maxt int64, st *readStats) ([]Sample, []HistogramSample, seriesStarts, error) {
+	var sts seriesStarts
+	smps, fsts, err := readTrack(s, floats, ms, mint, maxt, st)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, sts, err
 	}
-	hists, err := readTrack(s, histograms, ms, mint, maxt, st)
+	hists, hsts, err := readTrack(s, histograms, ms, mint, maxt, st)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, sts, err
 	}
-	return smps, hists, nil
+	sts.floats, sts.hists = startsFor(floats, fsts, smps), startsFor(histograms, hsts, hists)
+	return smps, hists, sts, nil
 }
 
 // matchSeries returns the series matching ms, sorted by labels.
@@ -178,34 +190,36 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 //
 // st (nil: not counted) counts what is read from the object store; with
 // st.localOnly, files that exist only there are skipped.
-func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) ([]S, error) {
+func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) ([]S, []StartTime, error) {
 	const attempts = 5
 	for i := 1; ; i++ {
-		out, listed, missing, err := readTrackOnce(s, k, ms, mint, maxt, st)
+		out, sts, listed, missing, err := readTrackOnce(s, k, ms, mint, maxt, st)
 		if err != nil || !missing || i == attempts {
-			return out, err
+			return out, sts, err
 		}
 		ms.mu.Lock()
 		tr := k.track(ms, false)
 		same := tr != nil && slices.Equal(tr.files, listed)
 		ms.mu.Unlock()
 		if same {
-			return out, nil // retention is deleting it: expired data
+			return out, sts, nil // retention is deleting it: expired data
 		}
 	}
 }
 
 // readTrackOnce is one attempt of readTrack; it also returns the track's
 // files it listed and whether a listed file was missing.
-func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) (out []S, listed []int64, missing bool, err error) {
+func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *readStats) (out []S, sts []StartTime, listed []int64, missing bool, err error) {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
 	if tr == nil {
 		ms.mu.Unlock()
-		return nil, nil, false, nil
+		return nil, nil, nil, false, nil
 	}
 	flushing := inRange(k, nil, tr.flushingBuf(), mint, maxt)
 	head := inRange(k, nil, tr.head, mint, maxt)
+	var stRuns [][]StartTime
+	memSts := [2][]StartTime{slices.Clone(startsIn(tr.flushingStarts(), mint, maxt)), slices.Clone(startsIn(tr.headStarts(), mint, maxt))}
 	files := filesInRange(tr, mint, maxt)
 	listed = slices.Clone(tr.files)
 	ms.mu.Unlock()
@@ -218,8 +232,11 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 			}
 		}
 		path := filePath(s.dir, k, ms.ref, f.start)
-		lo, _, ok, err := readFileStats(k, s.readers, path, mint, maxt, st, func(run []S) error {
+		lo, _, ok, err := readFileStarts(k, s.readers, path, mint, maxt, st, func(run []S, sts []StartTime) error {
 			runs = append(runs, run)
+			if len(sts) > 0 {
+				stRuns = append(stRuns, sts)
+			}
 			return nil
 		})
 		if errors.Is(err, os.ErrNotExist) {
@@ -227,7 +244,7 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 			continue
 		}
 		if err != nil {
-			return nil, listed, false, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
+			return nil, nil, listed, false, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
 		}
 		// Cache the lower bound of sealed files only: the newest file may
 		// take an older sample between this read and the store.
@@ -245,7 +262,12 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 	if len(head) > 0 {
 		runs = append(runs, head)
 	}
-	return mergeRuns(k, runs), listed, missing, nil
+	for _, m := range memSts {
+		if len(m) > 0 {
+			stRuns = append(stRuns, m)
+		}
+	}
+	return mergeRuns(k, runs), mergeStarts(stRuns), listed, missing, nil
 }
 
 // mergeRuns merges sorted runs into one sorted run, keeping the first
@@ -330,6 +352,7 @@ type seriesSet struct {
 	ctx        context.Context
 	list       []*memSeries
 	mint, maxt int64
+	readMaxt   int64 // maxt, or later with StartTimeZeroSamples
 	i          int
 	cur        *loadedSeries
 	total      int64
@@ -374,13 +397,17 @@ func (ss *seriesSet) next() bool {
 			ss.st.bucketBlocks += lt.st.bucketBlocks
 		} else {
 			lt.st.localOnly = ss.st.localOnly
-			lt.load(ss.s, ms, ss.mint, ss.maxt, ss.chunks)
+			lt.load(ss.s, ms, ss.mint, ss.readMaxt, ss.chunks)
 			ss.st.bucketBytes += lt.st.bucketBytes
 			ss.st.bucketBlocks += lt.st.bucketBlocks
 		}
 		if lt.err != nil {
 			ss.err = lt.err
 			return false
+		}
+		if ss.s.opts.StartTimeZeroSamples { // never with chunks (Select)
+			lt.smps, lt.hists, lt.starts = withZeroSamplesIn(lt.smps, lt.hists, lt.starts, ss.mint, ss.maxt, ss.s.opts.MinTimestamp)
+			lt.n = len(lt.smps)
 		}
 		if lt.n == 0 && len(lt.hists) == 0 {
 			continue
@@ -390,7 +417,7 @@ func (ss *seriesSet) next() bool {
 			ss.err = fmt.Errorf("%w: more than %d samples selected", ErrQueryLimit, lim)
 			return false
 		}
-		ss.cur = &loadedSeries{lset: ms.lset, samples: lt.smps, parts: lt.parts, n: lt.n, hists: lt.hists}
+		ss.cur = &loadedSeries{lset: ms.lset, samples: lt.smps, parts: lt.parts, n: lt.n, hists: lt.hists, starts: lt.starts}
 		return true
 	}
 	return false
@@ -407,6 +434,7 @@ type loadedSeries struct {
 	parts   []FloatPart // the floats as chunks (WithXORChunks); samples nil
 	n       int         // floats in parts
 	hists   []HistogramSample
+	starts  seriesStarts
 }
 
 func (l *loadedSeries) Labels() labels.Labels { return l.lset }

@@ -41,12 +41,13 @@ type track[S any] struct {
 }
 
 // trackCold is the part of a track a flush and its files need.
+//
+// Fields are ordered so that the struct has no padding to speak of: the
+// starts pointer then costs no allocation size class.
 type trackCold[S any] struct {
 	// flushing holds the samples a flush is writing; they stay readable
 	// here until the file holds them.
-	flushing    []S
-	flushingSeg int32
-	hasLast     bool
+	flushing []S
 	// last is the newest sample written to a file since start-up (or from
 	// the flush state): a resent copy of it is recognised without a read.
 	last S
@@ -56,12 +57,18 @@ type trackCold[S any] struct {
 	// learn its lower bound (it may hold out-of-order samples older than
 	// its start). Shorter than files when the tail is unknown.
 	mins []int64
+	// starts holds the start timestamps of head and flushing samples
+	// (starttime.go); nil for a track that never received one, so such a
+	// series pays nothing for them.
+	starts *trackStarts
 
+	flushingSeg int32
 	// Rewrites of the newest file (compact.go): rows flushes appended to
 	// it since compaction last rewrote it, and the rows it held then;
 	// newestKnown is false while what it holds is unknown (files found at
 	// Open).
 	newestAppended, newestBase int32
+	hasLast                    bool
 	newestKnown                bool
 }
 

@@ -48,6 +48,9 @@ type FloatPart struct {
 // WithXORChunks: FloatParts returns its float samples as parts in time
 // order, each one's timestamps after the previous one's, together exactly
 // the samples Iterator returns; nil when it has no chunks (read Iterator).
+// Such a series carries no start timestamps of its floats (a streamed
+// answer has no place for them), and a store with StartTimeZeroSamples
+// hands out no chunks.
 type ChunkedSeries interface {
 	Series
 	FloatParts() []FloatPart
@@ -82,7 +85,9 @@ const chunkHeaderBytes = 48
 // the object store.
 func buildFileChunks(r *acta.Reader, remote bool, st *readStats) (*fileChunks, error) {
 	var runs [][]Sample
-	if _, _, _, err := readOpened(floats, r, remote, math.MinInt64, math.MaxInt64, st, func(run []Sample) error {
+	// Start timestamps are left out: a streamed answer has no place for
+	// them (Select does not hand out chunks with StartTimeZeroSamples).
+	if _, _, _, err := readOpened(floats, r, remote, math.MinInt64, math.MaxInt64, st, func(run []Sample, _ []StartTime) error {
 		runs = append(runs, run)
 		return nil
 	}); err != nil {

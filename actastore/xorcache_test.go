@@ -347,3 +347,27 @@ func TestXORChunkBuildOnlyWholeFileReads(t *testing.T) {
 		t.Fatalf("%d samples of the big file in [5000, 9000], want 5", len(got[`{__name__="big"}`]))
 	}
 }
+
+// With StartTimeZeroSamples, whose zero samples Select adds at read time,
+// no chunks are handed out: every answer comes from the samples path.
+func TestXORChunkNotWithStartTimeZeroSamples(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{BlockRows: 64, MaintenanceInterval: -1, StartTimeZeroSamples: true})
+	ss := make([]Sample, 500)
+	for j := range ss {
+		ss[j] = Sample{T: int64(j)*15000 + 1, V: float64(j)}
+	}
+	if _, err := s.Append(ctx, []SeriesSamples{{Labels: labels.FromStrings("__name__", "m"), Samples: ss}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := selectParts(t, s, false, math.MinInt64, math.MaxInt64)
+	for range 2 {
+		got, chunks := selectParts(t, s, true, math.MinInt64, math.MaxInt64)
+		sameSamples(t, "zero samples on", got, want)
+		if _, _, builds := s.readers.chunkStats(); chunks != 0 || builds != 0 {
+			t.Fatalf("%d chunks handed out, %d builds, with StartTimeZeroSamples", chunks, builds)
+		}
+	}
+}

@@ -44,6 +44,18 @@ type Config struct {
 	TLS  TLSConfig  `yaml:"tls"`
 	// Debug holds operator tools served on the HTTP listener.
 	Debug DebugConfig `yaml:"debug"`
+	// Runtime tunes the Go runtime, as Prometheus's runtime section does.
+	Runtime RuntimeConfig `yaml:"runtime"`
+}
+
+// RuntimeConfig tunes the Go runtime.
+type RuntimeConfig struct {
+	// GOGC is the garbage collector's target (runtime/debug.SetGCPercent):
+	// the heap may grow by this percentage of what is live before a
+	// collection. Go's default, 100, lets garbage double a store's resident
+	// memory; Prometheus runs at 75, VictoriaMetrics at 30. The GOGC
+	// environment variable wins.
+	GOGC int `yaml:"gogc"`
 }
 
 // DebugConfig turns operator tools on the HTTP listener on or off.
@@ -115,7 +127,12 @@ type StorageConfig struct {
 	// since the Unix epoch (400, out of bounds). The default 0 refuses
 	// negative timestamps, as Prometheus does.
 	MinTimestamp int64 `yaml:"min_timestamp"`
-	MaxOpenFiles int   `yaml:"max_open_files"`
+	// CreatedTimestampZeroIngestion presents, to queries and remote read,
+	// a zero sample at each stored start timestamp, as Prometheus stores
+	// one with --enable-feature=created-timestamp-zero-ingestion (named
+	// after that flag). Read time only: the files keep what was sent.
+	CreatedTimestampZeroIngestion bool `yaml:"created_timestamp_zero_ingestion"`
+	MaxOpenFiles                  int  `yaml:"max_open_files"`
 	// FlushCodec is "auto" (default: zstd at ZstdLevel for flushed blocks
 	// of at least FlushAutoMinRows rows, none for the small blocks of
 	// age-triggered flushes, which compaction compresses later), "none"

@@ -50,6 +50,8 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	v.rangeInt("runtime.gogc", int64(c.Runtime.GOGC), 1, 1000)
+
 	c.validateRotation(&v)
 	c.validateQuery(&v)
 	c.validateObjectStore(&v)

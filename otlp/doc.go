@@ -43,6 +43,9 @@
 // its data point's, one with a negative time is dropped (Prometheus stores
 // both where no query finds them); converted deltas keep their own
 // exemplars (Prometheus's conversion repeats the stream's first ones).
-// Start timestamps are dropped. target_info samples per resource are
+// Start timestamps (start_time_unix_nano, truncated to ms) go with every
+// sample of their data point to the store, which keeps them
+// (actastore.StartTime), as Prometheus's translator passes them to its
+// appender; target_info samples have none. target_info samples per resource are
 // capped (see maxTargetInfoSamples).
 package otlp

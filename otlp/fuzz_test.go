@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -56,6 +58,18 @@ func checkBatch(t *testing.T, batch []actastore.SeriesData) {
 		for _, h := range s.Histograms {
 			if h.T <= 0 || (h.H == nil) == (h.FH == nil) {
 				t.Fatalf("%s: histogram at %d, int %v float %v", s.Labels, h.T, h.H != nil, h.FH != nil)
+			}
+		}
+		// A start timestamp belongs to a sample of its series (0 is none:
+		// never passed on).
+		for _, st := range s.SampleStarts {
+			if st.ST == 0 || !slices.ContainsFunc(s.Samples, func(x actastore.Sample) bool { return x.T == st.T }) {
+				t.Fatalf("%s: start timestamp %v of no sample", s.Labels, st)
+			}
+		}
+		for _, st := range s.HistogramStarts {
+			if st.ST == 0 || !slices.ContainsFunc(s.Histograms, func(x actastore.HistogramSample) bool { return x.T == st.T }) {
+				t.Fatalf("%s: start timestamp %v of no histogram", s.Labels, st)
 			}
 		}
 		for _, e := range s.Exemplars {
@@ -170,6 +184,16 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		})
 	})
 
+	// Start times on every kind of point: before, at and after the point,
+	// beyond int64 nanoseconds.
+	starts := pmetric.NewMetrics()
+	ssm := starts.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
+	addGauge(ssm, "g", "", t0ns, 1, nil).SetStartTimestamp(t0ns - 1e9)
+	addHistogram(ssm, "h", "s", t0ns, []float64{1}, []uint64{1, 1}, nil, nil).SetStartTimestamp(t0ns)
+	addSummary(ssm, "q", "", t0ns, 1, 1, [][2]float64{{0.5, 1}}).SetStartTimestamp(t0ns + 1e9)
+	addExpHistogram(ssm, "e", pmetric.AggregationTemporalityCumulative, t0ns)
+	ssm.Metrics().At(ssm.Metrics().Len() - 1).ExponentialHistogram().DataPoints().At(0).SetStartTimestamp(math.MaxUint64)
+
 	seeds := map[string]struct {
 		ct   uint8
 		gz   bool
@@ -188,6 +212,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"proto_delta_convert":       {8, false, protoBody(t, deltas)},
 		"proto_delta_convert_later": {8, false, protoBody(t, later)},
 		"json_delta_native":         {17, false, jsonBody(t, deltas)},
+		"proto_start_times":         {0, false, protoBody(t, starts)},
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzHandler")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -98,12 +98,17 @@ func (r *Receiver) export(ctx context.Context, md pmetric.Metrics) (pmetricotlp.
 	rejected := tr.Rejected
 	reasons := tr.Reasons
 	if len(tr.Series) > 0 || len(tr.Extras) > 0 || len(tr.Metadata) > 0 {
-		var b actastore.Batch
+		b := actastore.Batch{Series: make([]actastore.SeriesData, 0, len(tr.Series)+len(tr.Extras))}
 		for i := range tr.Series {
-			b.Add(tr.Series[i].Labels, tr.Series[i].Samples, nil, nil)
+			ss := &tr.Series[i]
+			b.Series = append(b.Series, actastore.SeriesData{Labels: ss.Labels, Samples: ss.Samples, SampleStarts: ss.Starts})
 		}
 		for i := range tr.Extras {
-			b.Add(tr.Extras[i].Labels, nil, tr.Extras[i].Histograms, tr.Extras[i].Exemplars)
+			e := &tr.Extras[i]
+			if len(e.Histograms) > 0 || len(e.Exemplars) > 0 {
+				b.Series = append(b.Series, actastore.SeriesData{Labels: e.Labels, Histograms: e.Histograms, Exemplars: e.Exemplars,
+					HistogramStarts: e.HistogramStarts})
+			}
 		}
 		for _, m := range tr.Metadata {
 			b.AddMetadata(m)

@@ -254,18 +254,20 @@ func translatorMetric(m pmetric.Metric) otlptranslator.Metric {
 }
 
 // appendSample adds one sample to the series with labels ls, creating the
-// series on first sight. The index keeps one int per series (no slice):
-// distinct label sets sharing a 64-bit hash are rare enough for a side map.
-func (t *Translator) appendSample(ls labels.Labels, ts int64, v float64) {
+// series on first sight; st is its start timestamp (ms, from the data
+// point's start_time_unix_nano; 0: none), which the store keeps with it
+// (and checks). The index keeps one int per series (no slice): distinct
+// label sets sharing a 64-bit hash are rare enough for a side map.
+func (t *Translator) appendSample(ls labels.Labels, ts, st int64, v float64) {
 	h := ls.Hash()
 	if i, ok := t.index[h]; ok {
 		if labels.Equal(t.out.Series[i].Labels, ls) {
-			t.addTo(i, ts, v)
+			t.addTo(i, ts, st, v)
 			return
 		}
 		for _, i := range t.collisions[h] {
 			if labels.Equal(t.out.Series[i].Labels, ls) {
-				t.addTo(i, ts, v)
+				t.addTo(i, ts, st, v)
 				return
 			}
 		}
@@ -284,15 +286,21 @@ func (t *Translator) appendSample(ls labels.Labels, ts int64, v float64) {
 	one[0] = actastore.Sample{T: ts, V: v}
 	t.out.Series = append(t.out.Series, actastore.SeriesSamples{Labels: ls, Samples: one})
 	t.out.Samples++
+	if st != 0 {
+		t.out.Series[len(t.out.Series)-1].Starts = []actastore.StartTime{{T: ts, ST: st}}
+	}
 }
 
 // slabSamples is the first-sample slab size: one allocation per this many
 // new series.
 const slabSamples = 256
 
-func (t *Translator) addTo(i int, ts int64, v float64) {
+func (t *Translator) addTo(i int, ts, st int64, v float64) {
 	t.out.Series[i].Samples = append(t.out.Series[i].Samples, actastore.Sample{T: ts, V: v})
 	t.out.Samples++
+	if st != 0 {
+		t.out.Series[i].Starts = append(t.out.Series[i].Starts, actastore.StartTime{T: ts, ST: st})
+	}
 }
 
 func (t *Translator) reject(n int, format string, args ...any) {

@@ -45,7 +45,7 @@ func (t *Translator) addExponentialHistogramDataPoints(metric, family string, dp
 		}
 		sortExemplars(exs)
 		ls := t.withName(base, family)
-		t.appendHistogram(ls, actastore.HistogramSample{T: ms, H: h})
+		t.appendHistogram(ls, actastore.HistogramSample{T: ms, H: h}, msTimestamp(dp.StartTimestamp()))
 		t.appendExemplars(ls, exs)
 	}
 }
@@ -142,10 +142,15 @@ func bucketsLayout(counts []uint64, offset, scaleDown int32) ([]histogram.Span, 
 }
 
 // appendHistogram adds one histogram sample to the series with labels ls.
-func (t *Translator) appendHistogram(ls labels.Labels, hs actastore.HistogramSample) {
+// appendHistogram adds one histogram to the series with labels ls; st is
+// its start timestamp (ms; 0: none), as appendSample's.
+func (t *Translator) appendHistogram(ls labels.Labels, hs actastore.HistogramSample, st int64) {
 	i := t.extrasIndex(ls)
 	t.out.Extras[i].Histograms = append(t.out.Extras[i].Histograms, hs)
 	t.out.Histograms++
+	if st != 0 {
+		t.out.Extras[i].HistogramStarts = append(t.out.Extras[i].HistogramStarts, actastore.StartTime{T: hs.T, ST: st})
+	}
 }
 
 // extrasIndex returns the index of the series with labels ls in

@@ -40,7 +40,7 @@ func (t *Translator) addHistogramDataPoints(metric, family string, dps pmetric.H
 			t.reject(1, "metric %q: %v", metric, err)
 			continue
 		}
-		ts := msTimestamp(dp.Timestamp())
+		ts, st := msTimestamp(dp.Timestamp()), msTimestamp(dp.StartTimestamp())
 		exs, err := t.convertExemplars(metric, dp.Exemplars(), ts)
 		if err != nil {
 			t.reject(1, "metric %q: %v", metric, err)
@@ -54,9 +54,9 @@ func (t *Translator) addHistogramDataPoints(metric, family string, dps pmetric.H
 			return v
 		}
 		if dp.HasSum() {
-			t.appendSample(t.withName(base, sumName), ts, val(dp.Sum()))
+			t.appendSample(t.withName(base, sumName), ts, st, val(dp.Sum()))
 		}
-		t.appendSample(t.withName(base, countName), ts, val(float64(dp.Count())))
+		t.appendSample(t.withName(base, countName), ts, st, val(float64(dp.Count())))
 
 		bounds, counts := dp.ExplicitBounds(), dp.BucketCounts()
 		var cumulative uint64
@@ -73,11 +73,11 @@ func (t *Translator) addHistogramDataPoints(metric, family string, dps pmetric.H
 			}
 			le := strconv.FormatFloat(bound, 'f', -1, 64)
 			ls := t.withName(base, bucketName, leLabel, le)
-			t.appendSample(ls, ts, val(float64(cumulative)))
+			t.appendSample(ls, ts, st, val(float64(cumulative)))
 			t.appendBucketExemplars(ls, exs[from:next])
 		}
 		ls := t.withName(base, bucketName, leLabel, plusInf)
-		t.appendSample(ls, ts, val(float64(dp.Count())))
+		t.appendSample(ls, ts, st, val(float64(dp.Count())))
 		t.appendBucketExemplars(ls, exs[next:])
 	}
 }
@@ -100,7 +100,7 @@ func (t *Translator) addSummaryDataPoints(metric, family string, dps pmetric.Sum
 			t.reject(1, "metric %q: %v", metric, err)
 			continue
 		}
-		ts := msTimestamp(dp.Timestamp())
+		ts, st := msTimestamp(dp.Timestamp()), msTimestamp(dp.StartTimestamp())
 		stale := dp.Flags().NoRecordedValue()
 		val := func(v float64) float64 {
 			if stale {
@@ -108,13 +108,13 @@ func (t *Translator) addSummaryDataPoints(metric, family string, dps pmetric.Sum
 			}
 			return v
 		}
-		t.appendSample(t.withName(base, sumName), ts, val(dp.Sum()))
-		t.appendSample(t.withName(base, countName), ts, val(float64(dp.Count())))
+		t.appendSample(t.withName(base, sumName), ts, st, val(dp.Sum()))
+		t.appendSample(t.withName(base, countName), ts, st, val(float64(dp.Count())))
 		qs := dp.QuantileValues()
 		for j := range qs.Len() {
 			q := qs.At(j)
 			qstr := strconv.FormatFloat(q.Quantile(), 'f', -1, 64)
-			t.appendSample(t.withName(base, family, quantileLabel, qstr), ts, val(q.Value()))
+			t.appendSample(t.withName(base, family, quantileLabel, qstr), ts, st, val(q.Value()))
 		}
 	}
 }

@@ -13,11 +13,11 @@ func TestAppendSampleHashCollision(t *testing.T) {
 	tr.out = &Translation{}
 	a := labels.FromStrings("__name__", "a")
 	b := labels.FromStrings("__name__", "b")
-	tr.appendSample(a, 1, 1)
+	tr.appendSample(a, 1, 0, 1)
 	tr.index[b.Hash()] = 0 // pretend b hashes like a
-	tr.appendSample(b, 1, 2)
-	tr.appendSample(b, 2, 3)
-	tr.appendSample(a, 2, 4)
+	tr.appendSample(b, 1, 0, 2)
+	tr.appendSample(b, 2, 0, 3)
+	tr.appendSample(a, 2, 0, 4)
 	diffLines(t, "series", formatSeries(tr.out.Series), []string{
 		`{__name__="a"} 1 1`,
 		`{__name__="a"} 2 4`,

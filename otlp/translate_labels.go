@@ -266,7 +266,7 @@ func (t *Translator) addTargetInfo(r pcommon.Resource, earliest, latest pcommon.
 			return
 		}
 		t.seenTargetInfo[key] = struct{}{}
-		t.appendSample(ls, ms, 1)
+		t.appendSample(ls, ms, 0, 1)
 	}
 	from, to := earliest.AsTime(), latest.AsTime()
 	if span := to.Sub(from); span > maxTargetInfoSamples*targetInfoInterval {

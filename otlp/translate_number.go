@@ -45,7 +45,7 @@ func (t *Translator) addNumberDataPoints(metric, family string, dps pmetric.Numb
 		if dp.Flags().NoRecordedValue() {
 			v = staleNaN
 		}
-		t.appendSample(ls, ms, v)
+		t.appendSample(ls, ms, msTimestamp(dp.StartTimestamp()), v)
 		t.appendExemplars(ls, exs)
 	}
 }

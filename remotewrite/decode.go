@@ -66,6 +66,7 @@ func (h *Handler) endSeries(s *scratch, idx, lo, hlo, elo int, md *actastore.Met
 	s.stats.exemplars += ne
 	if err := h.checkLabels(s, idx); err != nil {
 		s.samples, s.hists, s.exs = s.samples[:lo], s.hists[:hlo], s.exs[:elo]
+		s.dropStarts()
 		s.stats.rejectedHistograms += nh
 		s.reject(n, err)
 		return
@@ -80,7 +81,8 @@ func (h *Handler) endSeries(s *scratch, idx, lo, hlo, elo int, md *actastore.Met
 			s.lp = actastore.AppendLabelPair(s.lp, bytesOf(p.name), bytesOf(p.value))
 		}
 		s.batch.Series = append(s.batch.Series, actastore.SeriesData{})
-		s.spans = append(s.spans, span{lo, len(s.samples), hlo, len(s.hists), elo, len(s.exs), plo, len(s.lp)})
+		s.spans = append(s.spans, span{lo, len(s.samples), hlo, len(s.hists), elo, len(s.exs), plo, len(s.lp),
+			s.stlo, len(s.sts), s.hstlo, len(s.hsts)})
 	}
 	// The store validates a series' labels in Commit and rejects it alone;
 	// metadata is keyed by family name only, so it is taken only from a
@@ -160,6 +162,7 @@ func (h *Handler) finishSeriesV2(s *scratch, idx int, symbols []string, refs []u
 	if refErr != nil {
 		n, nh, ne := len(s.samples)-lo, len(s.hists)-hlo, len(s.exs)-elo
 		s.samples, s.hists, s.exs = s.samples[:lo], s.hists[:hlo], s.exs[:elo]
+		s.dropStarts()
 		s.stats.samples += n
 		s.stats.histograms += nh
 		s.stats.exemplars += ne

@@ -57,11 +57,15 @@ func (h *Handler) generatedV2(s *scratch, b []byte) error {
 	for i := range req.Timeseries {
 		ts := &req.Timeseries[i]
 		lo, hlo := len(s.samples), len(s.hists)
+		s.stlo, s.hstlo = len(s.sts), len(s.hsts)
 		for _, smp := range ts.Samples {
 			s.samples = append(s.samples, actastore.Sample{T: smp.Timestamp, V: smp.Value})
+			s.addStart(smp.Timestamp, smp.StartTimestamp)
 		}
 		for j := range ts.Histograms {
-			s.hists = append(s.hists, histogramSampleV2(&ts.Histograms[j]))
+			hp := &ts.Histograms[j]
+			s.hists = append(s.hists, histogramSampleV2(hp))
+			s.addHistStart(hp.Timestamp, hp.StartTimestamp)
 		}
 		h.finishSeriesV2(s, i, req.Symbols, ts.LabelsRefs, ts.Exemplars, &ts.Metadata, lo, hlo)
 	}

@@ -92,7 +92,7 @@ func (h *Handler) wireSeriesV1(s *scratch, idx int, b []byte) error {
 			}
 			h.addPair(s, name, value)
 		case 2:
-			smp, err := wireSample(msg, false)
+			smp, _, err := wireSample(msg, false)
 			if err != nil {
 				return err
 			}
@@ -140,14 +140,15 @@ func wireLabel(b []byte) (name, value string, err error) {
 }
 
 // wireSample decodes a prompb.Sample (value = 1, timestamp = 2) or, with
-// v2, a writev2.Sample (also start_timestamp = 3, not stored).
-func wireSample(b []byte, v2 bool) (actastore.Sample, error) {
+// v2, a writev2.Sample (also start_timestamp = 3, ms; 0 when not sent).
+func wireSample(b []byte, v2 bool) (actastore.Sample, int64, error) {
 	var fc easyproto.FieldContext
 	var smp actastore.Sample
+	var st int64
 	for len(b) > 0 {
 		var err error
 		if b, err = next(&fc, b); err != nil {
-			return smp, err
+			return smp, 0, err
 		}
 		ok := true
 		switch fc.FieldNum {
@@ -157,14 +158,14 @@ func wireSample(b []byte, v2 bool) (actastore.Sample, error) {
 			smp.T, ok = fc.Int64()
 		case 3:
 			if v2 {
-				_, ok = fc.Int64()
+				st, ok = fc.Int64()
 			}
 		}
 		if !ok {
-			return smp, errWire
+			return smp, 0, errWire
 		}
 	}
-	return smp, nil
+	return smp, st, nil
 }
 
 // wireV2 decodes an io.prometheus.write.v2.Request: symbols = 4,
@@ -214,6 +215,7 @@ func (h *Handler) wireSeriesV2(s *scratch, idx int, b []byte) error {
 	s.v2exs = s.v2exs[:0]
 	var md writev2.Metadata
 	lo, hlo := len(s.samples), len(s.hists)
+	s.stlo, s.hstlo = len(s.sts), len(s.hsts)
 	var fc easyproto.FieldContext
 	for len(b) > 0 {
 		var err error
@@ -236,17 +238,19 @@ func (h *Handler) wireSeriesV2(s *scratch, idx int, b []byte) error {
 		}
 		switch fc.FieldNum {
 		case 2:
-			smp, err := wireSample(msg, true)
+			smp, st, err := wireSample(msg, true)
 			if err != nil {
 				return err
 			}
 			s.samples = append(s.samples, smp)
+			s.addStart(smp.T, st)
 		case 3:
 			var hp writev2.Histogram
 			if hp.Unmarshal(msg) != nil {
 				return errWire
 			}
 			s.hists = append(s.hists, histogramSampleV2(&hp))
+			s.addHistStart(hp.Timestamp, hp.StartTimestamp)
 		case 4:
 			s.v2exs = append(s.v2exs, writev2.Exemplar{})
 			if s.v2exs[len(s.v2exs)-1].Unmarshal(msg) != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/acta-remote/acta-remote/apistatus"
@@ -37,8 +38,9 @@ func referenceDecode(h *Handler, s *scratch, typ msgType, b []byte) error {
 }
 
 // sameDecode reports how two decodes of one body differ: the error, every
-// batch entry (label pair bytes, sample bits, histograms through their
-// bit-exact record encoding, exemplars), metadata, counts and rejections.
+// batch entry (label pair bytes, sample bits, start timestamps, histograms
+// through their bit-exact record encoding, exemplars), metadata, counts and
+// rejections.
 func sameDecode(a, b *scratch, errA, errB error) error {
 	if (errA == nil) != (errB == nil) || errA != nil && errA.Error() != errB.Error() {
 		return fmt.Errorf("error %v, want %v", errA, errB)
@@ -69,6 +71,9 @@ func sameDecode(a, b *scratch, errA, errB error) error {
 			if !bytes.Equal(histfile.AppendRecord(nil, x.Histograms[j]), histfile.AppendRecord(nil, y.Histograms[j])) {
 				return fmt.Errorf("series %d histogram %d differs", i, j)
 			}
+		}
+		if !slices.Equal(x.SampleStarts, y.SampleStarts) || !slices.Equal(x.HistogramStarts, y.HistogramStarts) {
+			return fmt.Errorf("series %d start timestamps %v %v, want %v %v", i, x.SampleStarts, x.HistogramStarts, y.SampleStarts, y.HistogramStarts)
 		}
 		for j := range x.Exemplars {
 			ex, ey := x.Exemplars[j], y.Exemplars[j]
@@ -125,6 +130,11 @@ func FuzzDecode(f *testing.F) {
 	req := v2Req([]string{"__name__", "m", "job", "a"}, []string{"job", "b"})
 	req.Timeseries[0].Metadata = writev2.Metadata{HelpRef: 1, UnitRef: 2}
 	req.Timeseries[1].Exemplars = []writev2.Exemplar{{LabelsRefs: []uint32{1, 2}, Value: 1}}
+	add(req.Marshal())
+	// Start timestamps: set, zero, negative, after the sample.
+	req.Timeseries[0].Samples = []writev2.Sample{{Value: 1, Timestamp: 2000, StartTimestamp: 1000}, {Value: 2, Timestamp: 3000},
+		{Value: 3, Timestamp: 4000, StartTimestamp: -1}, {Value: 4, Timestamp: 5000, StartTimestamp: 9000}}
+	req.Timeseries[1].Histograms = []writev2.Histogram{{Count: &writev2.Histogram_CountInt{CountInt: 1}, Timestamp: 2000, StartTimestamp: 1500}}
 	add(req.Marshal())
 	add([]byte{0x0a, 0x00}, nil)
 	add([]byte{0x2a, 0x02, 0x0a, 0x01}, nil)

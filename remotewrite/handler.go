@@ -3,8 +3,10 @@
 // the snappy body before decoding, decodes it without allocating per series
 // (decode.go: a zero-copy wire decoder, the generated prompb/writev2 code
 // for whatever it leaves), hands the store one batch of label pairs and
-// samples, rejects invalid series one by one (storing the rest) and answers
-// with the Remote-Write 2.0 "written" headers.
+// samples (with 2.0's start timestamps, Sample.start_timestamp and
+// Histogram.start_timestamp, which the store keeps), rejects invalid series
+// one by one (storing the rest) and answers with the Remote-Write 2.0
+// "written" headers.
 package remotewrite
 
 import (

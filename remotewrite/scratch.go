@@ -37,11 +37,15 @@ type scratch struct {
 	samples []actastore.Sample          // arena
 	hists   []actastore.HistogramSample // arena
 	exs     []actastore.Exemplar        // arena
-	spans   []span
-	lp      []byte // arena: every stored series' label pairs (actastore.AppendLabelPair)
-	pairs   []pair // the series being converted: its labels with a value, at most limit+1
-	npairs  int    // its labels with a value, all of them
-	sb      labels.ScratchBuilder
+	// Start timestamps (2.0 only) of samples and histograms: arenas, and
+	// where the series being decoded begins in them.
+	sts, hsts   []actastore.StartTime
+	stlo, hstlo int
+	spans       []span
+	lp          []byte // arena: every stored series' label pairs (actastore.AppendLabelPair)
+	pairs       []pair // the series being converted: its labels with a value, at most limit+1
+	npairs      int    // its labels with a value, all of them
+	sb          labels.ScratchBuilder
 
 	stats  stats
 	errs   []error        // rejections, the first maxErrors kept for the answer
@@ -51,8 +55,9 @@ type scratch struct {
 }
 
 // span is one series' ranges in the arenas: samples [lo, hi), histograms
-// [hlo, hhi), exemplars [elo, ehi), label pairs [plo, phi).
-type span struct{ lo, hi, hlo, hhi, elo, ehi, plo, phi int }
+// [hlo, hhi), exemplars [elo, ehi), label pairs [plo, phi), start
+// timestamps of samples [slo, shi) and of histograms [hslo, hshi).
+type span struct{ lo, hi, hlo, hhi, elo, ehi, plo, phi, slo, shi, hslo, hshi int }
 
 // pair is one label as sent. The wire decoder's strings alias the decoded
 // body (s.dec): they must not outlive the request, and are copied into
@@ -101,6 +106,7 @@ func (s *scratch) resetDecoded() {
 	resetRequests(s)
 	s.batch.Reset() // drop label references so the store's copies can be freed
 	s.samples = s.samples[:0]
+	s.sts, s.hsts, s.stlo, s.hstlo = s.sts[:0], s.hsts[:0], 0, 0
 	s.spans = s.spans[:0]
 	clear(s.hists)
 	s.hists = s.hists[:0]
@@ -161,5 +167,34 @@ func (s *scratch) finish() {
 		d.Samples = s.samples[sp.lo:sp.hi:sp.hi]
 		d.Histograms = s.hists[sp.hlo:sp.hhi:sp.hhi]
 		d.Exemplars = s.exs[sp.elo:sp.ehi:sp.ehi]
+		d.SampleStarts, d.HistogramStarts = nil, nil
+		if sp.shi > sp.slo {
+			d.SampleStarts = s.sts[sp.slo:sp.shi:sp.shi]
+		}
+		if sp.hshi > sp.hslo {
+			d.HistogramStarts = s.hsts[sp.hslo:sp.hshi:sp.hshi]
+		}
 	}
+}
+
+// addStart keeps the start timestamp st (ms; 0: none sent) of the sample
+// at t of the series being decoded (Remote-Write 2.0 Sample.start_timestamp).
+// The store checks it (actastore.StartTime).
+func (s *scratch) addStart(t, st int64) {
+	if st != 0 {
+		s.sts = append(s.sts, actastore.StartTime{T: t, ST: st})
+	}
+}
+
+// addHistStart is addStart for a histogram (Histogram.start_timestamp).
+func (s *scratch) addHistStart(t, st int64) {
+	if st != 0 {
+		s.hsts = append(s.hsts, actastore.StartTime{T: t, ST: st})
+	}
+}
+
+// dropStarts drops the start timestamps of the series being decoded, when
+// it is rejected.
+func (s *scratch) dropStarts() {
+	s.sts, s.hsts = s.sts[:s.stlo], s.hsts[:s.hstlo]
 }

@@ -19,7 +19,9 @@ type ReplayStats struct {
 }
 
 // Replay calls fn for every record of every segment in dir, in order, with
-// the segment index. The payload slice is only valid during the call.
+// the segment index. The payload slice aliases the segment's bytes, read
+// afresh for each segment and never reused: fn may keep it (the store's
+// replay hands records to another goroutine).
 //
 // A torn tail of the last segment is truncated away (the file is shortened
 // and synced) before Replay returns. A damaged record anywhere else returns a

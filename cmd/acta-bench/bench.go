@@ -444,11 +444,7 @@ func (r *SystemResult) runProto(o Options, sys *system, client *http.Client, d *
 		}
 		logf("%s: read %s: p50 %.1f ms (%d series, %d samples) %s", sys.name, q.Query, q.P50Ms, q.Series, q.Samples, q.Err)
 	}
-	tol := 0.0
-	if sys.name == sysVM {
-		tol = o.VMTolerance
-	}
-	r.Verify = verify(d, rd, vidx, tol)
+	r.Verify = verify(d, rd, vidx, tolerance(o, sys))
 	logf("%s: verify %d series, %d samples: %d mismatched (max relative error %.3g) %s",
 		sys.name, r.Verify.Series, r.Verify.Samples, r.Verify.Mismatches, r.Verify.MaxRelErr, r.Verify.FirstMismatch)
 	_, err = p2.stop(5 * time.Minute)

@@ -3,9 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -72,41 +69,24 @@ func crashData(o Options) (*Dataset, *Load, error) {
 // read of one series.
 func runCrash(o Options, sys *system, d *Dataset, ld *Load) (CrashResult, error) {
 	res := CrashResult{Series: d.NumSeries(), Samples: ld.Samples}
-	dataDir := filepath.Join(o.WorkDir, sys.name+"-kill9")
-	logPath := filepath.Join(o.WorkDir, sys.name+"-kill9.log")
-	os.RemoveAll(dataDir)
-	defer func() {
-		if !o.Keep {
-			os.RemoveAll(dataDir)
-		}
-	}()
-	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * o.Load.Shards, DisableCompression: true}}
-	defer client.CloseIdleConnections()
-	p, base, err := sys.start(dataDir, logPath)
+	in, err := startFresh(o, sys, sys.name+"-kill9")
 	if err != nil {
 		return res, err
 	}
-	defer p.kill()
-	if _, err := p.waitReady(base+sys.readyPath, 2*time.Minute); err != nil {
+	defer in.close()
+	ing, err := in.ingestAll(ld)
+	res.IngestSec = ing.ElapsedSec
+	if err != nil {
 		return res, err
 	}
-	ing := Ingest(client, base+"/api/v1/write", ld, 0)
-	res.IngestSec = ing.ElapsedSec
-	if ing.Failed > 0 || ing.Samples != ld.Samples {
-		return res, fmt.Errorf("%d requests failed, %d of %d samples written: %s", ing.Failed, ing.Samples, ld.Samples, ing.FirstError)
-	}
 	time.Sleep(sys.crashWait)
-	if err := p.crash(); err != nil {
+	if err := in.p.crash(); err != nil {
 		return res, err
 	}
 
 	idx := rand.New(rand.NewPCG(o.Gen.Seed, 0x9)).IntN(d.NumSeries())
-	tol := 0.0
-	if sys.name == sysVM {
-		tol = o.VMTolerance
-	}
 	t0 := time.Now()
-	p2, base, err := sys.start(dataDir, logPath)
+	p2, base, err := sys.start(in.dataDir, in.logPath)
 	if err != nil {
 		return res, err
 	}
@@ -115,9 +95,9 @@ func runCrash(o Options, sys *system, d *Dataset, ld *Load) (CrashResult, error)
 		return res, err
 	}
 	res.ReadySec = time.Since(t0).Seconds()
-	rd := sys.reader(client, base)
+	rd := sys.reader(in.client, base)
 	for {
-		res.Verify = verify(d, rd, []int{idx}, tol)
+		res.Verify = verify(d, rd, []int{idx}, tolerance(o, sys))
 		if res.Verify.OK {
 			break
 		}

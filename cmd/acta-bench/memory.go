@@ -3,9 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -111,54 +108,34 @@ func runMemory(o Options, systems []*system, results []*SystemResult, first int)
 // memoryRun measures one system at one size.
 func memoryRun(o Options, sys *system, d *Dataset, ld *Load, vidx []int) (MemoryResult, error) {
 	res := MemoryResult{Series: d.NumSeries(), Samples: d.Scrapes()}
-	name := fmt.Sprintf("%s-memory-%d", sys.name, d.NumSeries())
-	dataDir := filepath.Join(o.WorkDir, name)
-	logPath := filepath.Join(o.WorkDir, name+".log")
-	os.RemoveAll(dataDir)
-	defer func() {
-		if !o.Keep {
-			os.RemoveAll(dataDir)
-		}
-	}()
-	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * o.Load.Shards, DisableCompression: true}}
-	defer client.CloseIdleConnections()
-	p, base, err := sys.start(dataDir, logPath)
+	in, err := startFresh(o, sys, fmt.Sprintf("%s-memory-%d", sys.name, d.NumSeries()))
 	if err != nil {
 		return res, err
 	}
-	// Killed, not stopped: the data is thrown away, and a graceful stop
-	// would only spend minutes flushing it.
-	defer p.kill()
-	if _, err := p.waitReady(base+sys.readyPath, 2*time.Minute); err != nil {
-		return res, err
-	}
+	defer in.close()
 	time.Sleep(min(memoryIdle, o.MemorySettle))
-	if res.IdleRSSBytes, err = p.rss(); err != nil {
+	if res.IdleRSSBytes, err = in.p.rss(); err != nil {
 		return res, err
 	}
-	ing := Ingest(client, base+"/api/v1/write", ld, 0)
+	ing, err := in.ingestAll(ld)
 	res.IngestSec = ing.ElapsedSec
-	if ing.Failed > 0 || ing.Samples != ld.Samples {
-		return res, fmt.Errorf("%d requests failed, %d of %d samples written: %s", ing.Failed, ing.Samples, ld.Samples, ing.FirstError)
+	if err != nil {
+		return res, err
 	}
 	time.Sleep(o.MemorySettle)
-	if res.RSSBytes, err = p.rss(); err != nil {
+	if res.RSSBytes, err = in.p.rss(); err != nil {
 		return res, err
 	}
-	if res.PeakRSSBytes, err = p.peakRSS(); err != nil {
+	if res.PeakRSSBytes, err = in.p.peakRSS(); err != nil {
 		return res, err
 	}
 	res.BytesPerSeries = float64(res.RSSBytes-res.IdleRSSBytes) / float64(res.Series)
 	if sys.searchable != nil {
-		if err := sys.searchable(client, base); err != nil {
+		if err := sys.searchable(in.client, in.base); err != nil {
 			return res, err
 		}
 	}
-	tol := 0.0
-	if sys.name == sysVM {
-		tol = o.VMTolerance
-	}
-	res.Verify = verify(d, sys.reader(client, base), vidx, tol)
+	res.Verify = verify(d, sys.reader(in.client, in.base), vidx, tolerance(o, sys))
 	if !res.Verify.OK {
 		return res, fmt.Errorf("read back %d series: %d mismatched: %s", res.Verify.Series, res.Verify.Mismatches, res.Verify.FirstMismatch)
 	}

@@ -38,15 +38,61 @@ func (p printer) series(lset labels.Labels) {
 // merged prints a series' samples of both kinds, each sorted, merged by
 // timestamp (floats first at equal ones).
 func (p printer) merged(lset labels.Labels, fs []actastore.Sample, hs []actastore.HistogramSample) {
+	p.mergedStarts(lset, fs, hs, nil, nil)
+}
+
+// mergedStarts is merged with the start timestamps stored with the samples
+// (fsts, hsts: sorted by T, one per sample that has one).
+func (p printer) mergedStarts(lset labels.Labels, fs []actastore.Sample, hs []actastore.HistogramSample, fsts, hsts []actastore.StartTime) {
 	for len(fs) > 0 || len(hs) > 0 {
 		if len(hs) == 0 || (len(fs) > 0 && fs[0].T <= hs[0].T) {
-			p.sample(lset, fs[0])
+			var st startOf
+			st, fsts = takeStart(fsts, fs[0].T)
+			p.sample(lset, fs[0], st)
 			fs = fs[1:]
 		} else {
-			p.histogram(lset, hs[0])
+			var st startOf
+			st, hsts = takeStart(hsts, hs[0].T)
+			p.histogram(lset, hs[0], st)
 			hs = hs[1:]
 		}
 	}
+}
+
+// startOf is a sample's start timestamp (ms), when it has one.
+type startOf struct {
+	st int64
+	ok bool
+}
+
+// takeStart returns the start timestamp of the sample at t from sorted sts
+// and the entries after it.
+func takeStart(sts []actastore.StartTime, t int64) (startOf, []actastore.StartTime) {
+	for len(sts) > 0 && sts[0].T < t {
+		sts = sts[1:]
+	}
+	if len(sts) > 0 && sts[0].T == t {
+		return startOf{st: sts[0].ST, ok: true}, sts[1:]
+	}
+	return startOf{}, sts
+}
+
+// text is the start timestamp as the text form's last field (empty when
+// none): tab, "st=", ms.
+func (s startOf) text() string {
+	if !s.ok {
+		return ""
+	}
+	return "\tst=" + strconv.FormatInt(s.st, 10)
+}
+
+// json is the start timestamp as a JSON member after "t" (empty when
+// none): ,"st":ms.
+func (s startOf) json() string {
+	if !s.ok {
+		return ""
+	}
+	return `,"st":` + strconv.FormatInt(s.st, 10)
 }
 
 func (p printer) prefix(lset labels.Labels) string {
@@ -58,25 +104,27 @@ func (p printer) prefix(lset labels.Labels) string {
 
 // sample prints one float sample; in JSON:
 //
-//	{"labels":{...},"t":ms,"v":value,"bits":"0x<16 hex digits>"}
+//	{"labels":{...},"t":ms,"st":ms,"v":value,"bits":"0x<16 hex digits>"}
 //
-// with v a number, or "NaN", "+Inf", "-Inf".
-func (p printer) sample(lset labels.Labels, s actastore.Sample) {
+// with v a number, or "NaN", "+Inf", "-Inf", and "st" (the start
+// timestamp stored with it, ms) only when it has one; in text, st=ms ends
+// the line then.
+func (p printer) sample(lset labels.Labels, s actastore.Sample, st startOf) {
 	bits := math.Float64bits(s.V)
 	if !p.json {
-		fmt.Fprintf(p.w, "%s%d\t%s\t%s\t0x%016x\n", p.prefix(lset), s.T, fmtMs(s.T), strconv.FormatFloat(s.V, 'g', -1, 64), bits)
+		fmt.Fprintf(p.w, "%s%d\t%s\t%s\t0x%016x%s\n", p.prefix(lset), s.T, fmtMs(s.T), strconv.FormatFloat(s.V, 'g', -1, 64), bits, st.text())
 		return
 	}
 	var sb strings.Builder
 	labelsJSON(&sb, lset)
-	fmt.Fprintf(&sb, `,"t":%d,"v":%s,"bits":"0x%016x"}`, s.T, floatJSON(s.V, 64), bits)
+	fmt.Fprintf(&sb, `,"t":%d%s,"v":%s,"bits":"0x%016x"}`, s.T, st.json(), floatJSON(s.V, 64), bits)
 	fmt.Fprintln(p.w, sb.String())
 }
 
 // histogram prints one native histogram sample; in JSON every field of
 // Prometheus's model/histogram type, as stored:
 //
-//	{"labels":{...},"t":ms,"histogram":{"float":false,"reset_hint":"unknown",
+//	{"labels":{...},"t":ms,"st":ms,"histogram":{"float":false,"reset_hint":"unknown",
 //	 "schema":3,"zero_threshold":1e-128,"zero_count":2,"count":12,"sum":1.6,
 //	 "positive_spans":[{"offset":-2,"length":2}],"positive_deltas":[1,2],
 //	 "negative_spans":[],"negative_deltas":[],"custom_values":[]}}
@@ -88,8 +136,9 @@ func (p printer) sample(lset labels.Labels, s actastore.Sample) {
 // "not_reset" or "gauge". Every float is exact: a finite one is the
 // shortest number that parses back to the same bits (-0 included), any
 // other a string of its IEEE 754 bits, so a stale marker's sum is
-// "0x7ff0000000000002".
-func (p printer) histogram(lset labels.Labels, h actastore.HistogramSample) {
+// "0x7ff0000000000002". "st" (the start timestamp stored with it, ms) is
+// there only when it has one; in text, st=ms ends the line then.
+func (p printer) histogram(lset labels.Labels, h actastore.HistogramSample, st startOf) {
 	if !p.json {
 		kind, schema, hint, sum := "histogram", int32(0), histogram.UnknownCounterReset, 0.0
 		if h.FH != nil {
@@ -97,8 +146,8 @@ func (p printer) histogram(lset labels.Labels, h actastore.HistogramSample) {
 		} else {
 			schema, hint, sum = h.H.Schema, h.H.CounterResetHint, h.H.Sum
 		}
-		fmt.Fprintf(p.w, "%s%d\t%s\t%s\t%s schema=%d reset_hint=%s sum_bits=0x%016x\n", p.prefix(lset), h.T, fmtMs(h.T),
-			histString(h), kind, schema, hintName(hint), math.Float64bits(sum))
+		fmt.Fprintf(p.w, "%s%d\t%s\t%s\t%s schema=%d reset_hint=%s sum_bits=0x%016x%s\n", p.prefix(lset), h.T, fmtMs(h.T),
+			histString(h), kind, schema, hintName(hint), math.Float64bits(sum), st.text())
 		return
 	}
 	var f []string // the fields, in order
@@ -120,7 +169,7 @@ func (p printer) histogram(lset labels.Labels, h actastore.HistogramSample) {
 	}
 	var sb strings.Builder
 	labelsJSON(&sb, lset)
-	fmt.Fprintf(&sb, `,"t":%d,"histogram":{%s}}`, h.T, strings.Join(f, ","))
+	fmt.Fprintf(&sb, `,"t":%d%s,"histogram":{%s}}`, h.T, st.json(), strings.Join(f, ","))
 	fmt.Fprintln(p.w, sb.String())
 }
 

@@ -76,7 +76,7 @@ func runQuery(args []string) int {
 		}
 		sum.add(rd)
 		p.series(s.Labels)
-		p.merged(s.Labels, rd.Floats, rd.Histograms)
+		p.mergedStarts(s.Labels, rd.Floats, rd.Histograms, rd.FloatStarts, rd.HistogramStarts)
 	}
 	if err := out.Flush(); err != nil {
 		fmt.Fprintf(os.Stderr, "acta-remote query: %v\n", err)

@@ -24,7 +24,7 @@ func TestPrinterFormats(t *testing.T) {
 		p.w = &b
 		p.series(ls)
 		for _, s := range smps {
-			p.sample(ls, s)
+			p.sample(ls, s, startOf{})
 		}
 		if b.String() != want {
 			t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)

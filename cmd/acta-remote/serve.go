@@ -57,6 +57,8 @@ func runServe(args []string) int {
 	log := newLogger(cfg.Log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	setMemoryLimit(cfg, log) // serve_runtime.go
+	setGCPercent(cfg, log)
 	run := serve
 	if cfg.Mode == config.ModeQuery {
 		run = serveQuery
@@ -125,7 +127,6 @@ func newLogger(c config.LogConfig) *slog.Logger {
 // accepting, let in-flight requests finish, close the store (flush the
 // head, sync), so a clean stop leaves nothing to replay.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	setMemoryLimit(cfg, log)
 	reg := newRegistry()
 	opts := storeOptions(cfg, log, reg)
 	if cfg.Storage.ObjectStore.Enabled {
@@ -135,10 +136,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 		opts.Tier = tierOptions(cfg, c)
 	}
+	opened := time.Now()
 	store, err := actastore.Open(cfg.DataDir, opts)
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", cfg.DataDir, err)
 	}
+	st := store.Stats()
+	log.Info("store opened", "dir", cfg.DataDir, "took", time.Since(opened), "series", st.Series, "head_samples", st.HeadSamples, "wal_bytes", st.WALBytes)
 	closeStore := func() error {
 		start := time.Now()
 		if err := store.Close(); err != nil {
@@ -188,18 +192,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	log.Info("listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "otlp_grpc", addrString(grpcSrv.Addr()),
 		"tls", tlsCfg != nil, "mtls", tlsCfg != nil && tlsCfg.ClientCAs != nil, "auth", authn.Enabled())
 
-	errc := make(chan error, 2)
-	go func() {
-		if tlsCfg != nil {
-			// ServeTLS (certificates already in TLSConfig) also offers
-			// HTTP/2, and answers plain HTTP with a 400 instead of a
-			// failed handshake.
-			srv.TLSConfig = tlsCfg
-			errc <- srv.ServeTLS(ln, "", "")
-			return
-		}
-		errc <- srv.Serve(ln)
-	}()
+	errc := make(chan error, 1)
 	if grpcSrv != nil { // nil when otlp.grpc.enabled is false
 		go func() {
 			if err := grpcSrv.Serve(); err != nil {
@@ -207,12 +200,38 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			}
 		}()
 	}
+	serveErr := serveHTTP(ctx, log, srv, ln, tlsCfg, rt, errc, func(sctx context.Context) { grpcSrv.Stop(sctx) })
+	return errors.Join(serveErr, closeAll())
+}
+
+// serveHTTP serves srv on ln (over TLS when tlsCfg is set) and marks rt
+// ready, until ctx is done or serving fails (also a failure another server
+// sends on errc). Then it marks rt not ready, shuts srv down, letting
+// in-flight requests finish within shutdownTimeout, and calls stop with
+// that deadline (the other servers). It returns the serving failure, nil
+// after a stop.
+func serveHTTP(ctx context.Context, log *slog.Logger, srv *http.Server, ln net.Listener, tlsCfg *tls.Config, rt *router,
+	errc chan error, stop func(context.Context)) error {
+	httpErr := make(chan error, 1)
+	go func() {
+		if tlsCfg != nil {
+			// ServeTLS (certificates already in TLSConfig) also offers
+			// HTTP/2, and answers plain HTTP with a 400 instead of a
+			// failed handshake.
+			srv.TLSConfig = tlsCfg
+			httpErr <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		httpErr <- srv.Serve(ln)
+	}()
 	rt.ready.Store(true)
 
 	var serveErr error
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down", "cause", context.Cause(ctx))
+	case serveErr = <-httpErr:
+		log.Error("server failed", "err", serveErr)
 	case serveErr = <-errc:
 		log.Error("server failed", "err", serveErr)
 	}
@@ -224,11 +243,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		log.Warn("in-flight requests cut at the shutdown deadline", "err", err)
 		srv.Close()
 	}
-	grpcSrv.Stop(sctx)
+	if stop != nil {
+		stop(sctx)
+	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
-	return errors.Join(serveErr, closeAll())
+	return serveErr
 }
 
 // security reads the credential and certificate files the config names.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -71,32 +70,7 @@ func serveQuery(ctx context.Context, cfg *config.Config, log *slog.Logger) error
 	insts, series, files, _, verr := view.Stats()
 	log.Info("listening (query mode)", "addr", ln.Addr().String(), "bucket", c.Name(), "prefix", cfg.Storage.ObjectStore.Prefix,
 		"instances", insts, "series", series, "files", files, "writers", len(cfg.Storage.ObjectStore.Query.Writers), "index_err", verr)
-	errc := make(chan error, 1)
-	go func() {
-		if tlsCfg != nil {
-			srv.TLSConfig = tlsCfg
-			errc <- srv.ServeTLS(ln, "", "")
-			return
-		}
-		errc <- srv.Serve(ln)
-	}()
-	var serveErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down", "cause", context.Cause(ctx))
-	case serveErr = <-errc:
-		log.Error("server failed", "err", serveErr)
-	}
-	rt.ready.Store(false)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if errors.Is(serveErr, http.ErrServerClosed) {
-		serveErr = nil
-	}
-	return serveErr
+	return serveHTTP(ctx, log, srv, ln, tlsCfg, rt, nil, nil)
 }
 
 // newQueryRouter serves remote read, the probes and /metrics; writes are

@@ -123,6 +123,54 @@ func specSamples(t *testing.T, path string) []sample {
 	return slices.CompactFunc(out, func(a, b sample) bool { return a.T == b.T })
 }
 
+// specStarts reads a series file's start timestamps as docs/format/series.md
+// tells a reader that knows only Acta v0.2: the nullable timestamp64(ms)
+// column start_timestamp, when the file has it; a row with a value gives
+// the start timestamp of the sample in its row. Merged across blocks as
+// specSamples merges the samples (rows without one included, so that the
+// first stored row of a timestamp decides).
+func specStarts(t *testing.T, path string) []actastore.StartTime {
+	t.Helper()
+	r, err := acta.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := r.Schema()
+	ti, si := s.Index("timestamp"), s.Index("start_timestamp")
+	if si < 0 {
+		return nil
+	}
+	if c := s.Columns[si]; c.Type != acta.Timestamp(acta.Millisecond) || !c.Nullable {
+		t.Fatalf("%s: start_timestamp column %+v", path, c)
+	}
+	type row struct {
+		st actastore.StartTime
+		ok bool
+	}
+	var rows []row
+	for i := range r.Blocks() {
+		b, err := r.ReadBlock(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := b.Columns[ti].(*acta.FixedArray[int64]).Values
+		sc := b.Columns[si].(*acta.FixedArray[int64])
+		for j, tv := range ts {
+			rows = append(rows, row{actastore.StartTime{T: tv, ST: sc.Values[j]}, sc.Valid.Valid(j)})
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return int(max(min(a.st.T-b.st.T, 1), -1)) })
+	rows = slices.CompactFunc(rows, func(a, b row) bool { return a.st.T == b.st.T })
+	var out []actastore.StartTime
+	for _, r := range rows {
+		if r.ok {
+			out = append(out, r.st)
+		}
+	}
+	return out
+}
+
 // Every path in and out keeps every bit once the files are typed, merged
 // and compacted: Remote-Write 1.0 and 2.0 and OTLP in; remote read
 // (samples and streamed XOR chunks), acta-remote query and a reader of the

@@ -28,3 +28,18 @@ func setMemoryLimit(cfg *config.Config, log *slog.Logger) {
 	debug.SetMemoryLimit(limit)
 	log.Info("Go memory limit set from storage.memory_budget", "bytes", limit)
 }
+
+// setGCPercent sets the garbage collector's target from runtime.gogc
+// (Prometheus's runtime.gogc, default 75 there; VictoriaMetrics runs at 30):
+// with Go's 100 the heap may hold as much garbage as live data, and a store's
+// live data is mostly its series and heads. An operator's GOGC in the
+// environment wins.
+func setGCPercent(cfg *config.Config, log *slog.Logger) {
+	if v := os.Getenv("GOGC"); v != "" {
+		log.Info("GOGC from the environment kept", "GOGC", v, "runtime.gogc", cfg.Runtime.GOGC)
+		return
+	}
+	if cfg.Runtime.GOGC > 0 {
+		debug.SetGCPercent(cfg.Runtime.GOGC)
+	}
+}
