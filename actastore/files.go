@@ -69,6 +69,12 @@ func readFileStarts[S any](k kind[S], rc *readerCache, path string, mint, maxt i
 		return 0, 0, false, err
 	}
 	defer done()
+	return readOpened(k, r, remote, mint, maxt, st, fn)
+}
+
+// readOpened is readFileStarts on an open reader (remote: its reads go to
+// the object store).
+func readOpened[S any](k kind[S], r *acta.Reader, remote bool, mint, maxt int64, st *readStats, fn func(run []S, sts []StartTime) error) (lo, hi int64, ok bool, err error) {
 	for _, bi := range r.Blocks() {
 		if bi.Rows == 0 {
 			continue

@@ -36,6 +36,7 @@ type metrics struct {
 	openReaders     prometheus.GaugeFunc
 	readerHits      prometheus.CounterFunc
 	readerMisses    prometheus.CounterFunc
+	chunkCache      []prometheus.Collector // xorcache.go
 	fsFree, fsSize  prometheus.GaugeFunc
 }
 
@@ -130,6 +131,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 	m.readerMisses = prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "acta_store_reader_cache_misses_total", Help: "Series file reads that had to open the file (discovering its blocks).",
 	}, func() float64 { return float64(s.readers.misses.Load()) })
+	m.chunkCache = chunkCacheMetrics(func() *readerCache { return s.readers })
 	m.fsFree = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "acta_store_filesystem_free_bytes", Help: "Bytes available to the server on the data directory's file system.",
 	}, func() float64 { free, _ := fsSpace(s.dir); return float64(free) })
@@ -148,6 +150,11 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			m.startsStored, m.startsDropped,
 			m.rejected, m.walTruncations, m.replayedSamples, m.walErrors, m.headOldest, m.openReaders, m.readerHits, m.readerMisses,
 			m.fsFree, m.fsSize} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("register store metrics: %w", err)
+			}
+		}
+		for _, c := range m.chunkCache {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register store metrics: %w", err)
 			}

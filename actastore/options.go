@@ -67,7 +67,8 @@ type Options struct {
 	MaxOpenFiles int // open series file writers kept (LRU); default 256
 	// MaxOpenReaders is how many series file readers reads keep open
 	// between queries (LRU; file descriptors, which Go raises to the hard
-	// limit at start-up); default 4096, negative: none.
+	// limit at start-up); default half that limit, 4096 to 65536
+	// (readers_limit_unix.go), negative: none.
 	MaxOpenReaders int
 	// MaxReaderBytes bounds the memory those readers' block indexes hold;
 	// default 64 MiB.
@@ -75,6 +76,11 @@ type Options struct {
 	MaxSeries       int   // 0 means unlimited
 	MaxQuerySeries  int   // per Select; 0 means unlimited
 	MaxQuerySamples int64 // per Select; 0 means unlimited
+
+	// MaxChunkCacheBytes bounds the XOR chunks streamed remote reads keep
+	// on cached readers, so that a file read again is not decoded and
+	// encoded again (xorcache.go); default 128 MiB, negative: none.
+	MaxChunkCacheBytes int64
 
 	// FlushZstd compresses head-flushed blocks with Zstandard at
 	// ZstdLevel (off in the zero Options; the server's default config turns

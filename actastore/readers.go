@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -41,6 +42,15 @@ type readerCache struct {
 	gens [256]uint64
 
 	hits, misses, evictions atomic.Int64
+	refused                 atomic.Int64 // opens not cached: full of readers used within minResidency
+	clock                   func() int64 // ns; nil: the wall clock (tests set it)
+
+	// maxChunkBytes bounds the XOR chunks kept on cached readers
+	// (xorcache.go); chunkBytes is what they hold. 0: none kept.
+	maxChunkBytes int64
+	chunkBytes    int64
+	chunkHits     atomic.Int64
+	chunkBuilds   atomic.Int64
 
 	// remote opens a file whose local copy is missing from the object
 	// store (tier.openRemote); nil without a tier. ok is false for a file
@@ -54,9 +64,15 @@ type cachedReader struct {
 	path   string
 	r      *acta.Reader
 	bytes  int64
-	refs   int  // guarded by readerCache.mu
-	stale  bool // out of the cache: close when refs drop to 0
-	remote bool // reads go to the object store
+	refs   int   // guarded by readerCache.mu
+	used   int64 // last acquired, readerCache.now() ns; guarded by readerCache.mu
+	stale  bool  // out of the cache: close when refs drop to 0
+	remote bool  // reads go to the object store
+	solo   bool  // not in the cache: used by one read, closed after
+	// chunks are the file's samples as XOR chunks once a streamed read
+	// built them (xorcache.go); nil until then. Guarded by
+	// readerCache.mu; immutable once set.
+	chunks *fileChunks
 }
 
 // readerIndexBytes estimates what an open reader holds: its block index
@@ -72,21 +88,32 @@ func newReaderCache(maxOpen int, maxBytes int64) *readerCache {
 // gone). A nil cache opens a fresh reader every time (tools that read a
 // directory another process writes: ReadOnly).
 func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
+	cr, done, err := c.acquire(path)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return cr.r, done, cr.remote, nil
+}
+
+// acquire is open returning the cache entry: solo when it is not cached
+// (no cache, or invalidated while it was being opened).
+func (c *readerCache) acquire(path string) (*cachedReader, func(), error) {
 	if c == nil || c.maxOpen <= 0 {
 		r, remote, err := c.openFile(path)
 		if err != nil {
-			return nil, nil, false, err
+			return nil, nil, err
 		}
-		return r, func() { r.Close() }, remote, nil
+		return &cachedReader{path: path, r: r, remote: remote, solo: true}, func() { r.Close() }, nil
 	}
 	c.mu.Lock()
 	if el, ok := c.m[path]; ok {
 		cr := el.Value.(*cachedReader)
 		cr.refs++
+		cr.used = c.now()
 		c.ll.MoveToFront(el)
 		c.mu.Unlock()
 		c.hits.Add(1)
-		return cr.r, func() { c.release(cr) }, cr.remote, nil
+		return cr, func() { c.release(cr) }, nil
 	}
 	g := &c.gens[xxhash.Sum64String(path)%uint64(len(c.gens))]
 	gen := *g
@@ -94,7 +121,7 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
 	c.misses.Add(1)
 	r, remote, err := c.openFile(path)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
 	cr := &cachedReader{path: path, r: r, bytes: readerIndexBytes(r), refs: 1, remote: remote}
 	c.mu.Lock()
@@ -102,7 +129,8 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
 		// Invalidated while it was being opened: its snapshot may predate
 		// the change.
 		c.mu.Unlock()
-		return r, func() { r.Close() }, remote, nil
+		cr.solo = true
+		return cr, func() { r.Close() }, nil
 	}
 	if el, ok := c.m[path]; ok {
 		// Another read opened it meanwhile: use the cached one.
@@ -110,13 +138,20 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
 		old.refs++
 		c.mu.Unlock()
 		r.Close()
-		return old.r, func() { c.release(old) }, old.remote, nil
+		return old, func() { c.release(old) }, nil
+	}
+	cr.used = c.now()
+	if c.fullOfRecentLocked(cr.bytes, cr.used) {
+		c.mu.Unlock()
+		c.refused.Add(1)
+		cr.solo = true
+		return cr, func() { r.Close() }, nil
 	}
 	c.m[path] = c.ll.PushFront(cr)
 	c.bytes += cr.bytes
 	c.evictLocked()
 	c.mu.Unlock()
-	return r, func() { c.release(cr) }, remote, nil
+	return cr, func() { c.release(cr) }, nil
 }
 
 // openFile opens the local file, or, when it is missing and the store has
@@ -150,6 +185,33 @@ func (c *readerCache) release(cr *cachedReader) {
 	}
 }
 
+// minResidency is how long a cached reader is safe from eviction after
+// its last use. A query over more files than the cache holds cycles
+// through them in the same order every time, and an LRU evicting for each
+// new file would evict exactly the one the next query wants first: every
+// open a miss, forever. With the cache full of readers used this recently,
+// a new file is read with a reader of its own instead (opened, used,
+// closed), so a cyclic scan of N files over a cache of C keeps hitting C of
+// them; a working set that moves on takes over the cache a minute later.
+const minResidency = time.Minute
+
+// fullOfRecentLocked reports whether adding a reader of size bytes would
+// evict one used within minResidency of now.
+func (c *readerCache) fullOfRecentLocked(bytes, now int64) bool {
+	full := c.ll.Len() >= c.maxOpen || (c.maxBytes > 0 && c.bytes+bytes > c.maxBytes && c.ll.Len() > 0)
+	if !full {
+		return false
+	}
+	return now-c.ll.Back().Value.(*cachedReader).used < int64(minResidency)
+}
+
+func (c *readerCache) now() int64 {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now().UnixNano()
+}
+
 // evictLocked drops least recently used readers beyond the bounds.
 func (c *readerCache) evictLocked() {
 	for c.ll.Len() > c.maxOpen || (c.maxBytes > 0 && c.bytes > c.maxBytes && c.ll.Len() > 1) {
@@ -163,6 +225,9 @@ func (c *readerCache) dropLocked(el *list.Element) {
 	c.ll.Remove(el)
 	delete(c.m, cr.path)
 	c.bytes -= cr.bytes
+	if cr.chunks != nil {
+		c.chunkBytes -= cr.chunks.bytes
+	}
 	cr.stale = true
 	if cr.refs == 0 {
 		cr.r.Close()

@@ -33,7 +33,8 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)}
 	}
-	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, readMaxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)}}
+	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, readMaxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)},
+		chunks: wantsXORChunks(ctx) && !s.opts.StartTimeZeroSamples}
 	if s.opts.StartTimeZeroSamples {
 		ss.readMaxt = zeroSampleReadMaxt(maxt)
 	}
@@ -51,7 +52,7 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 				return loadedTracks{err: err}
 			}
 			lt := loadedTracks{st: readStats{localOnly: ss.st.localOnly}}
-			lt.smps, lt.hists, lt.starts, lt.err = loadTracks(s, list[i], mint, readMaxt, &lt.st)
+			lt.load(s, list[i], mint, readMaxt, ss.chunks)
 			return lt
 		})
 	}
@@ -65,10 +66,30 @@ const tierLookahead = 16
 // loadedTracks is one series' samples as a lookahead loaded them.
 type loadedTracks struct {
 	smps   []Sample
+	parts  []FloatPart // with chunks (WithXORChunks): the floats, smps nil
+	n      int         // floats, in smps or parts
 	hists  []HistogramSample
 	starts seriesStarts
 	st     readStats
 	err    error
+}
+
+// load reads a series' samples of every kind in [mint, maxt], floats as
+// chunks where they can be when chunks is set (then without the floats'
+// start timestamps: a streamed answer has no place for them).
+func (lt *loadedTracks) load(s *Store, ms *memSeries, mint, maxt int64, chunks bool) {
+	if !chunks {
+		lt.smps, lt.hists, lt.starts, lt.err = loadTracks(s, ms, mint, maxt, &lt.st)
+		lt.n = len(lt.smps)
+		return
+	}
+	if lt.parts, lt.smps, lt.n, lt.err = readFloatParts(s, ms, mint, maxt, &lt.st); lt.err != nil {
+		return
+	}
+	var hsts []StartTime
+	if lt.hists, hsts, lt.err = readTrack(s, histograms, ms, mint, maxt, &lt.st); lt.err == nil {
+		lt.starts.hists = startsFor(histograms, hsts, lt.hists)
+	}
 }
 
 // loadTracks reads a series' samples of every kind in [mint, maxt], with
@@ -339,6 +360,7 @@ type seriesSet struct {
 	st         readStats // what the object store served (tier_read.go)
 	observed   bool
 	la         *lookahead[loadedTracks] // with a tier: series loaded ahead
+	chunks     bool                     // WithXORChunks
 }
 
 func (ss *seriesSet) Next() bool {
@@ -368,34 +390,34 @@ func (ss *seriesSet) next() bool {
 			return false
 		}
 		ms := ss.list[ss.i]
-		var smps []Sample
-		var hists []HistogramSample
-		var sts seriesStarts
-		var err error
+		var lt loadedTracks
 		if ss.la != nil {
-			lt := ss.la.get(ss.i)
-			smps, hists, sts, err = lt.smps, lt.hists, lt.starts, lt.err
+			lt = ss.la.get(ss.i)
 			ss.st.bucketBytes += lt.st.bucketBytes
 			ss.st.bucketBlocks += lt.st.bucketBlocks
 		} else {
-			smps, hists, sts, err = loadTracks(ss.s, ms, ss.mint, ss.readMaxt, &ss.st)
+			lt.st.localOnly = ss.st.localOnly
+			lt.load(ss.s, ms, ss.mint, ss.readMaxt, ss.chunks)
+			ss.st.bucketBytes += lt.st.bucketBytes
+			ss.st.bucketBlocks += lt.st.bucketBlocks
 		}
-		if err != nil {
-			ss.err = err
+		if lt.err != nil {
+			ss.err = lt.err
 			return false
 		}
-		if ss.s.opts.StartTimeZeroSamples {
-			smps, hists, sts = withZeroSamplesIn(smps, hists, sts, ss.mint, ss.maxt, ss.s.opts.MinTimestamp)
+		if ss.s.opts.StartTimeZeroSamples { // never with chunks (Select)
+			lt.smps, lt.hists, lt.starts = withZeroSamplesIn(lt.smps, lt.hists, lt.starts, ss.mint, ss.maxt, ss.s.opts.MinTimestamp)
+			lt.n = len(lt.smps)
 		}
-		if len(smps) == 0 && len(hists) == 0 {
+		if lt.n == 0 && len(lt.hists) == 0 {
 			continue
 		}
-		ss.total += int64(len(smps) + len(hists))
+		ss.total += int64(lt.n + len(lt.hists))
 		if lim := ss.s.opts.MaxQuerySamples; lim > 0 && ss.total > lim {
 			ss.err = fmt.Errorf("%w: more than %d samples selected", ErrQueryLimit, lim)
 			return false
 		}
-		ss.cur = &loadedSeries{lset: ms.lset, samples: smps, hists: hists, starts: sts}
+		ss.cur = &loadedSeries{lset: ms.lset, samples: lt.smps, parts: lt.parts, n: lt.n, hists: lt.hists, starts: lt.starts}
 		return true
 	}
 	return false
@@ -409,12 +431,29 @@ func (ss *seriesSet) Close() error { ss.observe(); ss.list = nil; ss.cur = nil; 
 type loadedSeries struct {
 	lset    labels.Labels
 	samples []Sample
+	parts   []FloatPart // the floats as chunks (WithXORChunks); samples nil
+	n       int         // floats in parts
 	hists   []HistogramSample
 	starts  seriesStarts
 }
 
-func (l *loadedSeries) Labels() labels.Labels    { return l.lset }
-func (l *loadedSeries) Iterator() SampleIterator { return &floatIterator{s: l.samples, i: -1} }
+func (l *loadedSeries) Labels() labels.Labels { return l.lset }
+
+// Iterator returns the series' floats; parts' chunks are decoded (once).
+func (l *loadedSeries) Iterator() SampleIterator {
+	if l.parts != nil {
+		ss, err := samplesOfParts(l.parts, l.n)
+		if err != nil {
+			return &floatIterator{i: -1, err: err}
+		}
+		l.samples, l.parts = ss, nil
+	}
+	return &floatIterator{s: l.samples, i: -1}
+}
+
+// FloatParts returns the floats as parts, nil when they are not chunks
+// (ChunkedSeries).
+func (l *loadedSeries) FloatParts() []FloatPart { return l.parts }
 
 // HistogramIterator returns the series' histograms (HistogramSeries).
 func (l *loadedSeries) HistogramIterator() HistogramIterator {
@@ -422,13 +461,14 @@ func (l *loadedSeries) HistogramIterator() HistogramIterator {
 }
 
 type floatIterator struct {
-	s []Sample
-	i int
+	s   []Sample
+	i   int
+	err error
 }
 
 func (it *floatIterator) Next() bool           { it.i++; return it.i < len(it.s) }
 func (it *floatIterator) At() (int64, float64) { return it.s[it.i].T, it.s[it.i].V }
-func (it *floatIterator) Err() error           { return nil }
+func (it *floatIterator) Err() error           { return it.err }
 
 type histIterator struct {
 	s []HistogramSample

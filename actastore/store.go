@@ -93,10 +93,13 @@ func (o *Options) setDefaults() {
 		o.MaxOpenFiles = 256
 	}
 	if o.MaxOpenReaders == 0 {
-		o.MaxOpenReaders = 4096
+		o.MaxOpenReaders = defaultMaxOpenReaders()
 	}
 	if o.MaxReaderBytes == 0 {
 		o.MaxReaderBytes = 64 << 20
+	}
+	if o.MaxChunkCacheBytes == 0 {
+		o.MaxChunkCacheBytes = 128 << 20
 	}
 	if o.ZstdLevel == 0 {
 		o.ZstdLevel = 3
@@ -149,6 +152,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	}
 	s.writers = newWriterCache(dir, opts.MaxOpenFiles, opts.Logger)
 	s.readers = newReaderCache(opts.MaxOpenReaders, opts.MaxReaderBytes)
+	s.readers.maxChunkBytes = opts.MaxChunkCacheBytes
 	if s.lock, err = lockDir(filepath.Join(dir, lockFileName)); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/xorchunk"
 )
 
@@ -102,7 +103,9 @@ func (h *Handler) streamChunks(w http.ResponseWriter, r *http.Request, queries [
 }
 
 func (h *Handler) streamQuery(r *http.Request, fw *frameWriter, idx int, q query) error {
-	ss := h.q.Select(r.Context(), q.mint, q.maxt, q.matchers...)
+	// A store that keeps its files' XOR chunks hands them out as they are
+	// (actastore.ChunkedSeries): no decoding and encoding again.
+	ss := h.q.Select(actastore.WithXORChunks(r.Context()), q.mint, q.maxt, q.matchers...)
 	b := budget{lim: &h.lim, query: idx}
 	newEncoder := func() seriesEncoder {
 		cw := chunkWriterPool.Get().(*chunkWriter)
@@ -175,6 +178,12 @@ func (cw *chunkWriter) encode(j *job) {
 		cw.histogramSeries(j, hit, maxData)
 		return
 	}
+	if cs, ok := s.(actastore.ChunkedSeries); ok {
+		if parts := cs.FloatParts(); parts != nil {
+			cw.parts(j, parts, maxData)
+			return
+		}
+	}
 	left := maxData
 	var n, start int
 	var mint, maxt int64
@@ -213,6 +222,40 @@ func (cw *chunkWriter) encode(j *job) {
 	}
 	if n > 0 {
 		cut()
+	}
+	cw.frame(j)
+}
+
+// parts is encode for a series whose floats come as parts: kept chunks go
+// out as they are, samples are encoded into chunks of samplesPerChunk,
+// frames cut as encode cuts them.
+func (cw *chunkWriter) parts(j *job, parts []actastore.FloatPart, maxData int) {
+	left := maxData
+	add := func(c prompb.Chunk) {
+		cw.chks = append(cw.chks, c)
+		if left -= c.Size(); left <= 0 {
+			left = maxData
+			cw.frame(j)
+		}
+	}
+	for _, p := range parts {
+		for _, c := range p.Chunks {
+			// The kept chunk's bytes are shared and only read (marshalled
+			// into the frame).
+			add(prompb.Chunk{MinTimeMs: c.MinT, MaxTimeMs: c.MaxT, Type: prompb.Chunk_XOR, Data: c.Data})
+			j.samples += int64(c.Samples)
+		}
+		for i := 0; i < len(p.Samples); i += samplesPerChunk {
+			run := p.Samples[i:min(i+samplesPerChunk, len(p.Samples))]
+			start := len(cw.data)
+			cw.enc.Start(cw.data)
+			for _, smp := range run {
+				cw.enc.Append(smp.T, smp.V)
+			}
+			cw.data = cw.enc.Finish()
+			add(prompb.Chunk{MinTimeMs: run[0].T, MaxTimeMs: run[len(run)-1].T, Type: prompb.Chunk_XOR, Data: cw.data[start:]})
+			j.samples += int64(len(run))
+		}
 	}
 	cw.frame(j)
 }

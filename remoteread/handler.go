@@ -4,7 +4,9 @@
 // messages with XOR chunks), whichever the client lists first of the two,
 // as Prometheus's own handler chooses. A query's series are encoded on a
 // pool of GOMAXPROCS workers and sent in label order (pipeline.go); XOR
-// chunks come from package xorchunk, byte for byte chunkenc's.
+// chunks come from package xorchunk, byte for byte chunkenc's, or, for a
+// store's files, as the store keeps them (actastore.WithXORChunks: a file
+// read again is not decoded and encoded again).
 package remoteread
 
 import (
