@@ -622,14 +622,14 @@ func seriesOf(m map[string]*prompb.TimeSeries, ls map[string]string) *prompb.Tim
 	return s
 }
 
-// remoteReadSamples asks base's remote read for one query, answer type
-// SAMPLES, and returns the series by labelsString.
-func remoteReadSamples(ctx context.Context, base string, start, end int64, ms ...prompb.LabelMatcher) (map[string]*prompb.TimeSeries, error) {
+// postRemoteRead sends base's remote read one query [start, end] (ms) of
+// ms, accepting only the answer type typ, as Prometheus's client frames it.
+func postRemoteRead(ctx context.Context, base string, typ prompb.ReadRequest_ResponseType, start, end int64, ms ...prompb.LabelMatcher) (*http.Response, error) {
 	q := &prompb.Query{StartTimestampMs: start, EndTimestampMs: end}
 	for i := range ms {
 		q.Matchers = append(q.Matchers, &ms[i])
 	}
-	rr := &prompb.ReadRequest{Queries: []*prompb.Query{q}, AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES}}
+	rr := &prompb.ReadRequest{Queries: []*prompb.Query{q}, AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{typ}}
 	raw, err := rr.Marshal()
 	if err != nil {
 		return nil, err
@@ -641,7 +641,13 @@ func remoteReadSamples(ctx context.Context, base string, start, end int64, ms ..
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
+	return http.DefaultClient.Do(req)
+}
+
+// remoteReadSamples asks base's remote read for one query, answer type
+// SAMPLES, and returns the series by labelsString.
+func remoteReadSamples(ctx context.Context, base string, start, end int64, ms ...prompb.LabelMatcher) (map[string]*prompb.TimeSeries, error) {
+	resp, err := postRemoteRead(ctx, base, prompb.ReadRequest_SAMPLES, start, end, ms...)
 	if err != nil {
 		return nil, err
 	}

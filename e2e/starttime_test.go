@@ -308,23 +308,7 @@ func postOTLP(ctx context.Context, t *testing.T, r *deltaReceiver, req *colmetri
 // uvarint length, CRC32C big-endian, a ChunkedReadResponse) are read
 // here, the chunks decoded with tsdb/chunkenc.
 func remoteReadStreamed(ctx context.Context, base string, start, end int64, ms ...prompb.LabelMatcher) (map[string]*prompb.TimeSeries, error) {
-	q := &prompb.Query{StartTimestampMs: start, EndTimestampMs: end}
-	for i := range ms {
-		q.Matchers = append(q.Matchers, &ms[i])
-	}
-	rr := &prompb.ReadRequest{Queries: []*prompb.Query{q}, AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS}}
-	raw, err := rr.Marshal()
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, raw)))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := postRemoteRead(ctx, base, prompb.ReadRequest_STREAMED_XOR_CHUNKS, start, end, ms...)
 	if err != nil {
 		return nil, err
 	}
