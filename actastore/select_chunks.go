@@ -38,17 +38,20 @@ func chunksRun(fc *fileChunks, mint, maxt int64) (floatRun, bool, error) {
 	lo := sort.Search(len(cs), func(i int) bool { return cs[i].MaxT >= mint })
 	hi := sort.Search(len(cs), func(i int) bool { return cs[i].MinT > maxt })
 	var r floatRun
-	var whole []XORChunk
+	// Runs of chunks wholly in range are handed out as sub-slices of the
+	// kept ones (capped, so an append by a reader cannot write into them):
+	// copying them cost a wide read more than everything else it does
+	// with kept chunks.
+	whole := lo // first chunk of the current run of whole chunks
 	for i := lo; i < hi; i++ {
 		c := cs[i]
 		if c.MinT >= mint && c.MaxT <= maxt {
-			whole = append(whole, c)
 			continue
 		}
-		if len(whole) > 0 {
-			r.parts = append(r.parts, FloatPart{Chunks: whole})
-			whole = nil
+		if whole < i {
+			r.parts = append(r.parts, FloatPart{Chunks: cs[whole:i:i]})
 		}
+		whole = i + 1
 		ss, err := decodeXOR(nil, c.Data)
 		if err != nil {
 			return r, false, err
@@ -58,9 +61,8 @@ func chunksRun(fc *fileChunks, mint, maxt int64) (floatRun, bool, error) {
 			r.parts = append(r.parts, FloatPart{Samples: ss})
 		}
 	}
-	if len(whole) > 0 {
-		r.parts = append(r.parts, FloatPart{Chunks: whole})
-		r.chunked = true
+	if whole < hi {
+		r.parts = append(r.parts, FloatPart{Chunks: cs[whole:hi:hi]})
 	}
 	for _, p := range r.parts {
 		r.chunked = r.chunked || len(p.Chunks) > 0

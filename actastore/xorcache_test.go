@@ -3,6 +3,7 @@ package actastore
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -369,5 +370,45 @@ func TestXORChunkNotWithStartTimeZeroSamples(t *testing.T) {
 		if _, _, builds := s.readers.chunkStats(); chunks != 0 || builds != 0 {
 			t.Fatalf("%d chunks handed out, %d builds, with StartTimeZeroSamples", chunks, builds)
 		}
+	}
+}
+
+// chunksRun hands out runs of whole chunks as capped sub-slices of the
+// kept ones: the same chunks in order, the straddling ones cut to the
+// range, and an append to a part cannot write into the kept slice.
+func TestChunksRunSharesWholeChunks(t *testing.T) {
+	ss := make([]Sample, 5*ChunkSamples)
+	for i := range ss {
+		ss[i] = Sample{T: int64(i) * 1000, V: float64(i)}
+	}
+	fc := encodeChunks(ss)
+	kept := slices.Clone(fc.chunks)
+	// From inside chunk 1 to inside chunk 3: chunk 2 whole.
+	mint, maxt := ss[ChunkSamples+10].T, ss[3*ChunkSamples+5].T
+	r, ok, err := chunksRun(fc, mint, maxt)
+	if err != nil || !ok {
+		t.Fatalf("chunksRun: ok %v, err %v", ok, err)
+	}
+	if len(r.parts) != 3 || len(r.parts[1].Chunks) != 1 || r.parts[1].Chunks[0].MinT != fc.chunks[2].MinT {
+		t.Fatalf("parts %+v: want samples, chunk 2, samples", r.parts)
+	}
+	if c := r.parts[1].Chunks; cap(c) != len(c) {
+		t.Fatalf("whole-chunk part has capacity %d for %d chunks: an append would overwrite kept chunks", cap(c), len(c))
+	}
+	_ = append(r.parts[1].Chunks, XORChunk{MinT: -1})
+	if !slices.EqualFunc(fc.chunks, kept, func(a, b XORChunk) bool { return a.MinT == b.MinT && a.Samples == b.Samples }) {
+		t.Fatal("an append to a part changed the kept chunks")
+	}
+	want := ss[ChunkSamples+10 : 3*ChunkSamples+6]
+	if r.n != len(want) || r.first != want[0].T || r.last != want[len(want)-1].T {
+		t.Fatalf("n %d first %d last %d, want %d %d %d", r.n, r.first, r.last, len(want), want[0].T, want[len(want)-1].T)
+	}
+	if got := r.parts[0].Samples; len(got) != ChunkSamples-10 || got[0] != want[0] {
+		t.Fatalf("first part %d samples from %v", len(got), got[0])
+	}
+	// The whole file: one part, the kept slice itself.
+	r, _, _ = chunksRun(fc, math.MinInt64, math.MaxInt64)
+	if len(r.parts) != 1 || len(r.parts[0].Chunks) != 5 || &r.parts[0].Chunks[0] != &fc.chunks[0] || r.n != len(ss) {
+		t.Fatalf("whole file: %d parts, n %d", len(r.parts), r.n)
 	}
 }
