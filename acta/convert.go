@@ -42,6 +42,17 @@ func asBytes[T Fixed](v []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(z)))
 }
 
+// viewFixed views dense as rows values of T when their bytes are T's
+// in-memory layout (little-endian host) and aligned for T.
+func viewFixed[T Fixed](dense []byte, rows int) ([]T, bool) {
+	var z T
+	w := int(unsafe.Sizeof(z))
+	if !littleEndian || rows == 0 || len(dense) != rows*w || uintptr(unsafe.Pointer(unsafe.SliceData(dense)))%unsafe.Alignof(z) != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(dense))), rows), true
+}
+
 // fillFixed decodes n dense canonical values of width w from src into dst.
 func fillFixed[T Fixed](dst []T, src []byte) {
 	if littleEndian {
@@ -127,8 +138,18 @@ func appendFixed[T Fixed](dst []byte, v []T, valid Bitmap) []byte {
 	return dst
 }
 
-// expandFixed builds a slot-per-row array from dense values.
+// expandFixed builds a slot-per-row array from dense values. dense is the
+// decoder's own buffer (every block read decodes into fresh memory, and
+// nothing else refers to it afterwards): without nulls, on a
+// little-endian host, and aligned for T, the array takes it over instead
+// of copying it — a wide read otherwise allocates and copies every
+// timestamp and value a second time.
 func expandFixed[T Fixed](rows int, validity Bitmap, dense []byte) *FixedArray[T] {
+	if validity == nil {
+		if v, ok := viewFixed[T](dense, rows); ok {
+			return &FixedArray[T]{Values: v}
+		}
+	}
 	a := &FixedArray[T]{Values: make([]T, rows), Valid: validity}
 	if validity == nil {
 		fillFixed(a.Values, dense)
