@@ -56,12 +56,24 @@ const (
 )
 
 // shardName is the shard directory of ref: its top byte, two hex digits.
-func shardName(ref uint64) string { return fmt.Sprintf("%02x", ref>>56) }
+func shardName(ref uint64) string {
+	const hex = "0123456789abcdef"
+	b := ref >> 56
+	return string([]byte{hex[b>>4], hex[b&15]})
+}
 
 // seriesFileName names the file of series ref whose data starts at startMs.
 // startMs may be negative (before 1970); it is written in decimal with sign.
 func seriesFileName(ref uint64, startMs int64) string {
-	return fmt.Sprintf("%016x-%d%s", ref, startMs, seriesFileExt)
+	// Built by hand, not with fmt: every read of a series makes its files'
+	// paths, and a wide read makes ten thousand.
+	b := make([]byte, 0, 16+1+20+len(seriesFileExt))
+	for sh := 60; sh >= 0; sh -= 4 {
+		b = append(b, "0123456789abcdef"[ref>>uint(sh)&15])
+	}
+	b = append(b, '-')
+	b = strconv.AppendInt(b, startMs, 10)
+	return string(append(b, seriesFileExt...))
 }
 
 // parseSeriesFileName is seriesFileName's inverse; ok is false for names the
