@@ -31,6 +31,7 @@ type metrics struct {
 	rejected        *prometheus.CounterVec
 	walTruncations  prometheus.Counter
 	replayedSamples prometheus.Counter
+	warmedReaders   prometheus.Counter
 	walErrors       prometheus.Counter
 	headOldest      prometheus.GaugeFunc
 	openReaders     prometheus.GaugeFunc
@@ -109,6 +110,9 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 		replayedSamples: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_wal_replayed_samples_total", Help: "Samples restored into the head from the WAL at start-up.",
 		}),
+		warmedReaders: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_readers_warmed_total", Help: "Series files opened into the reader cache in the background after start-up (Options.WarmReaders); also counted as reader cache misses.",
+		}),
 	}
 	m.walErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "acta_store_wal_errors_total", Help: "WAL appends or fsyncs that failed (the request was not acknowledged; after a failed fsync the WAL refuses appends until a restart).",
@@ -148,7 +152,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 		for _, c := range []prometheus.Collector{m.walFsync, m.walBytes, m.headSeries, m.headSamples, m.series,
 			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.sizeFlushes, m.flushedBytes, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
 			m.startsStored, m.startsDropped,
-			m.rejected, m.walTruncations, m.replayedSamples, m.walErrors, m.headOldest, m.openReaders, m.readerHits, m.readerMisses,
+			m.rejected, m.walTruncations, m.replayedSamples, m.warmedReaders, m.walErrors, m.headOldest, m.openReaders, m.readerHits, m.readerMisses,
 			m.fsFree, m.fsSize} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register store metrics: %w", err)

@@ -70,6 +70,11 @@ type Options struct {
 	// limit at start-up); default half that limit, 4096 to 65536
 	// (readers_limit_unix.go), negative: none.
 	MaxOpenReaders int
+	// WarmReaders opens, in the background after Open, the newest file
+	// of every series into the reader cache, up to 90 % of its bounds
+	// (readers_warm.go): the first queries after a restart then find
+	// their files open. Off in the zero Options; the server turns it on.
+	WarmReaders bool
 	// MaxReaderBytes bounds the memory those readers' block indexes hold;
 	// default 64 MiB.
 	MaxReaderBytes  int64

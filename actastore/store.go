@@ -247,6 +247,10 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		s.bg.Add(1)
 		go s.tierLoop()
 	}
+	if opts.WarmReaders {
+		s.bg.Add(1)
+		go s.warmReaders()
+	}
 	return s, nil
 }
 

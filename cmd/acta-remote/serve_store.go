@@ -43,6 +43,7 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 		// Named after Prometheus's feature flag; read time (actastore).
 		StartTimeZeroSamples: s.CreatedTimestampZeroIngestion,
 		MaxOpenFiles:         s.MaxOpenFiles,
+		WarmReaders:          true,
 		MaxSeries:            s.MaxSeries,
 		MaxQuerySeries:       cfg.RemoteRead.MaxSeriesPerQuery,
 		MaxQuerySamples:      cfg.RemoteRead.MaxSamplesPerQuery,

@@ -1,0 +1,55 @@
+package actastore
+
+// After a restart every series file is closed, and the first read of each
+// opens and parses it (its frame headers, its schema): a query of a
+// thousand series right after a restart spent most of its time opening
+// files a running server would have had open. Prometheus opens every block
+// (and maps its chunks) at start-up; the store instead opens, in the
+// background once Open has returned, the newest file of every series (the
+// one recent-range queries read) into the reader cache, until the cache
+// holds warmShare of its bounds. Warming never evicts a reader; the rest
+// of the cache is for the files queries open themselves, and once it is
+// full the cache's admission rule (readers.go) decides as for any other
+// reader. One goroutine, one file at a time: at most one core for a
+// moment (10,000 files took under a second here), stopped by Close.
+
+// warmShare is the part of the reader cache's bound warming fills.
+const warmShare = 0.9
+
+// warmReaders opens the newest float and histogram file of each series
+// into the reader cache (Options.WarmReaders). Errors are left to the
+// reads that meet them: a file removed meanwhile is simply skipped.
+func (s *Store) warmReaders() {
+	defer s.bg.Done()
+	c := s.readers
+	if c == nil || c.maxOpen <= 0 {
+		return
+	}
+	limit := int(float64(c.maxOpen) * warmShare)
+	var paths []string
+	for _, ms := range s.reg.live() {
+		paths = paths[:0]
+		ms.mu.Lock()
+		if n := len(ms.floats.files); n > 0 && !ms.removed {
+			paths = append(paths, filePath(s.dir, floats, ms.ref, ms.floats.files[n-1]))
+		}
+		if h := ms.hists; h != nil && len(h.files) > 0 && !ms.removed {
+			paths = append(paths, filePath(s.dir, histograms, ms.ref, h.files[len(h.files)-1]))
+		}
+		ms.mu.Unlock()
+		for _, p := range paths {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			if n, bytes := c.stats(); n >= limit || (c.maxBytes > 0 && float64(bytes) >= warmShare*float64(c.maxBytes)) {
+				return
+			}
+			if _, done, err := c.acquire(p); err == nil {
+				done()
+				s.m.warmedReaders.Inc()
+			}
+		}
+	}
+}

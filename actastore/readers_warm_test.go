@@ -1,0 +1,76 @@
+package actastore
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// After a restart with WarmReaders, the newest file of each series (floats
+// and histograms) is opened in the background up to 90 % of the reader
+// cache's bound, and a query of a warmed series opens nothing; without the
+// option nothing is opened before a query.
+func TestWarmReadersAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{MaintenanceInterval: -1})
+	var batch []SeriesSamples
+	for i := range 10 {
+		batch = append(batch, SeriesSamples{Labels: labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)),
+			Samples: []Sample{{T: 1000, V: float64(i)}}})
+	}
+	mustAppend(t, s, batch)
+	hb := Batch{Series: []SeriesData{{Labels: labels.FromStrings("__name__", "h"),
+		Histograms: []HistogramSample{{T: 1000, H: &histogram.Histogram{Count: 1, Sum: 1, ZeroCount: 1, ZeroThreshold: 0.001}}}}}}
+	if res, err := s.Commit(ctx, &hb); err != nil || res.Rejected() != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	cold := openT(t, dir, Options{MaintenanceInterval: -1, MaxOpenReaders: 100})
+	time.Sleep(50 * time.Millisecond)
+	if n, _ := cold.readers.stats(); n != 0 {
+		t.Fatalf("without WarmReaders %d readers are open before any query", n)
+	}
+	if err := cold.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	warm := openT(t, dir, Options{MaintenanceInterval: -1, MaxOpenReaders: 100, WarmReaders: true})
+	defer warm.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if n, _ := warm.readers.stats(); n == 11 {
+			break
+		}
+		if time.Now().After(deadline) {
+			n, _ := warm.readers.stats()
+			t.Fatalf("%d readers warmed, want the 11 files", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	misses := warm.readers.misses.Load()
+	got := selectAll(t, warm, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "i", "7"))
+	if v := got[`{__name__="m", i="7"}`]; len(v) != 1 || v[0] != (Sample{T: 1000, V: 7}) {
+		t.Fatalf("read %v", got)
+	}
+	if d := warm.readers.misses.Load() - misses; d != 0 {
+		t.Fatalf("a query of a warmed series opened %d files", d)
+	}
+
+	// 90 % of the bound: 7 of 8.
+	if err := warm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	small := openT(t, dir, Options{MaintenanceInterval: -1, MaxOpenReaders: 8, WarmReaders: true})
+	defer small.Close()
+	time.Sleep(200 * time.Millisecond)
+	if n, _ := small.readers.stats(); n != 7 {
+		t.Fatalf("%d readers warmed with a bound of 8, want 7", n)
+	}
+}
