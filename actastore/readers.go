@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -19,7 +18,9 @@ import (
 // every frame header, which a query over thousands of series would
 // otherwise pay per series per query. It is bounded by count (file
 // descriptors) and by the bytes the readers' block indexes hold, least
-// recently used first out.
+// recently used first out; once full, a new file is cached only if it was
+// read more often lately than the readers it would evict
+// (readers_admit.go), else read with a reader of its own.
 //
 // A reader is shared (acta readers allow concurrent ReadBlock). When a file
 // changes — a flush appended a block, compaction or a deletion replaced
@@ -41,9 +42,11 @@ type readerCache struct {
 	// used once and not cached.
 	gens [256]uint64
 
+	// freq counts reads of files, cached or not, for admission.
+	freq *freqSketch
+
 	hits, misses, evictions atomic.Int64
-	refused                 atomic.Int64 // opens not cached: full of readers used within minResidency
-	clock                   func() int64 // ns; nil: the wall clock (tests set it)
+	refused                 atomic.Int64 // opens not cached: not read more often than the readers they would evict
 
 	// maxChunkBytes bounds the XOR chunks kept on cached readers
 	// (xorcache.go); chunkBytes is what they hold. 0: none kept.
@@ -64,11 +67,11 @@ type cachedReader struct {
 	path   string
 	r      *acta.Reader
 	bytes  int64
-	refs   int   // guarded by readerCache.mu
-	used   int64 // last acquired, readerCache.now() ns; guarded by readerCache.mu
-	stale  bool  // out of the cache: close when refs drop to 0
-	remote bool  // reads go to the object store
-	solo   bool  // not in the cache: used by one read, closed after
+	hash   uint64 // xxhash of path: gens stripe, freq counters
+	refs   int    // guarded by readerCache.mu
+	stale  bool   // out of the cache: close when refs drop to 0
+	remote bool   // reads go to the object store
+	solo   bool   // not in the cache: used by one read, closed after
 	// chunks are the file's samples as XOR chunks once a streamed read
 	// built them (xorcache.go); nil until then. Guarded by
 	// readerCache.mu; immutable once set.
@@ -80,7 +83,11 @@ type cachedReader struct {
 func readerIndexBytes(r *acta.Reader) int64 { return 512 + 160*int64(len(r.Blocks())) }
 
 func newReaderCache(maxOpen int, maxBytes int64) *readerCache {
-	return &readerCache{maxOpen: maxOpen, maxBytes: maxBytes, ll: list.New(), m: make(map[string]*list.Element)}
+	c := &readerCache{maxOpen: maxOpen, maxBytes: maxBytes, ll: list.New(), m: make(map[string]*list.Element)}
+	if maxOpen > 0 {
+		c.freq = newFreqSketch(maxOpen)
+	}
+	return c
 }
 
 // open returns a reader of path, the function that gives it back, and
@@ -88,7 +95,7 @@ func newReaderCache(maxOpen int, maxBytes int64) *readerCache {
 // gone). A nil cache opens a fresh reader every time (tools that read a
 // directory another process writes: ReadOnly).
 func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
-	cr, done, err := c.acquire(path)
+	cr, done, err := c.acquire(path, true)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -96,8 +103,11 @@ func (c *readerCache) open(path string) (*acta.Reader, func(), bool, error) {
 }
 
 // acquire is open returning the cache entry: solo when it is not cached
-// (no cache, or invalidated while it was being opened).
-func (c *readerCache) acquire(path string) (*cachedReader, func(), error) {
+// (no cache, invalidated while it was being opened, or refused
+// admission). counted: the acquire counts as a read of the file for
+// admission; a caller that may read the file again through open for the
+// same read passes false and counts with countLocked when it does not.
+func (c *readerCache) acquire(path string, counted bool) (*cachedReader, func(), error) {
 	if c == nil || c.maxOpen <= 0 {
 		r, remote, err := c.openFile(path)
 		if err != nil {
@@ -109,13 +119,21 @@ func (c *readerCache) acquire(path string) (*cachedReader, func(), error) {
 	if el, ok := c.m[path]; ok {
 		cr := el.Value.(*cachedReader)
 		cr.refs++
-		cr.used = c.now()
+		if counted {
+			c.freq.add(cr.hash)
+		}
 		c.ll.MoveToFront(el)
 		c.mu.Unlock()
 		c.hits.Add(1)
 		return cr, func() { c.release(cr) }, nil
 	}
-	g := &c.gens[xxhash.Sum64String(path)%uint64(len(c.gens))]
+	h := xxhash.Sum64String(path)
+	// Reads before this one: what admission weighs (readers_admit.go).
+	reads, epoch := c.freq.estimate(h), c.freq.halvings
+	if counted {
+		c.freq.add(h)
+	}
+	g := &c.gens[h%uint64(len(c.gens))]
 	gen := *g
 	c.mu.Unlock()
 	c.misses.Add(1)
@@ -123,7 +141,7 @@ func (c *readerCache) acquire(path string) (*cachedReader, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cr := &cachedReader{path: path, r: r, bytes: readerIndexBytes(r), refs: 1, remote: remote}
+	cr := &cachedReader{path: path, r: r, bytes: readerIndexBytes(r), hash: h, refs: 1, remote: remote}
 	c.mu.Lock()
 	if *g != gen {
 		// Invalidated while it was being opened: its snapshot may predate
@@ -140,8 +158,7 @@ func (c *readerCache) acquire(path string) (*cachedReader, func(), error) {
 		r.Close()
 		return old, func() { c.release(old) }, nil
 	}
-	cr.used = c.now()
-	if c.fullOfRecentLocked(cr.bytes, cr.used) {
+	if !c.admitLocked(cr.bytes, c.freq.aged(reads, epoch)) {
 		c.mu.Unlock()
 		c.refused.Add(1)
 		cr.solo = true
@@ -185,31 +202,29 @@ func (c *readerCache) release(cr *cachedReader) {
 	}
 }
 
-// minResidency is how long a cached reader is safe from eviction after
-// its last use. A query over more files than the cache holds cycles
-// through them in the same order every time, and an LRU evicting for each
-// new file would evict exactly the one the next query wants first: every
-// open a miss, forever. With the cache full of readers used this recently,
-// a new file is read with a reader of its own instead (opened, used,
-// closed), so a cyclic scan of N files over a cache of C keeps hitting C of
-// them; a working set that moves on takes over the cache a minute later.
-const minResidency = time.Minute
-
-// fullOfRecentLocked reports whether adding a reader of size bytes would
-// evict one used within minResidency of now.
-func (c *readerCache) fullOfRecentLocked(bytes, now int64) bool {
-	full := c.ll.Len() >= c.maxOpen || (c.maxBytes > 0 && c.bytes+bytes > c.maxBytes && c.ll.Len() > 0)
-	if !full {
-		return false
+// admitLocked reports whether a new reader of size bytes, of a file read
+// reads times before, may be cached: there is room, or every reader it
+// would evict (least recently used first, as evictLocked will) was read
+// fewer times lately. Ties are refused: a cyclic scan's files are all
+// read as often, and admitting one would only evict another the scan
+// reads again (readers_admit.go).
+func (c *readerCache) admitLocked(bytes int64, reads uint8) bool {
+	n, b := c.ll.Len(), c.bytes
+	for el := c.ll.Back(); n >= c.maxOpen || (c.maxBytes > 0 && b+bytes > c.maxBytes && n > 0); el = el.Prev() {
+		v := el.Value.(*cachedReader)
+		if c.freq.estimate(v.hash) >= reads {
+			return false
+		}
+		n, b = n-1, b-v.bytes
 	}
-	return now-c.ll.Back().Value.(*cachedReader).used < int64(minResidency)
+	return true
 }
 
-func (c *readerCache) now() int64 {
-	if c.clock != nil {
-		return c.clock()
+// countLocked counts a read of a file acquired uncounted.
+func (c *readerCache) countLocked(cr *cachedReader) {
+	if c.freq != nil {
+		c.freq.add(cr.hash)
 	}
-	return time.Now().UnixNano()
 }
 
 // evictLocked drops least recently used readers beyond the bounds.

@@ -164,13 +164,18 @@ func (c *readerCache) cachedChunks(path string, mint, maxt int64, st *readStats)
 	if c == nil || c.maxOpen <= 0 || c.maxChunkBytes <= 0 {
 		return nil, nil
 	}
-	cr, done, err := c.acquire(path)
+	// Counted as a read only where no decoding read of the file follows
+	// (which counts itself): a file read once a pass is counted once.
+	cr, done, err := c.acquire(path, false)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	c.mu.Lock()
 	fc, room := cr.chunks, c.chunkBytes < c.maxChunkBytes
+	if fc != nil {
+		c.countLocked(cr)
+	}
 	c.mu.Unlock()
 	if fc != nil {
 		c.chunkHits.Add(1)
@@ -185,6 +190,7 @@ func (c *readerCache) cachedChunks(path string, mint, maxt int64, st *readStats)
 	}
 	c.chunkBuilds.Add(1)
 	c.mu.Lock()
+	c.countLocked(cr)
 	// A reader dropped meanwhile (its file changed) keeps its snapshot:
 	// the chunks serve this read and are not kept.
 	if !cr.stale && cr.chunks == nil && c.chunkBytes+fc.bytes <= c.maxChunkBytes {
