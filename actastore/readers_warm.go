@@ -46,7 +46,8 @@ func (s *Store) warmReaders() {
 			if n, bytes := c.stats(); n >= limit || (c.maxBytes > 0 && float64(bytes) >= warmShare*float64(c.maxBytes)) {
 				return
 			}
-			if _, done, err := c.acquire(p); err == nil {
+			// Not counted as a read: admission weighs what queries read.
+			if _, done, err := c.acquire(p, false); err == nil {
 				done()
 				s.m.warmedReaders.Inc()
 			}
