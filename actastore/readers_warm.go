@@ -1,5 +1,7 @@
 package actastore
 
+import "math"
+
 // After a restart every series file is closed, and the first read of each
 // opens and parses it (its frame headers, its schema): a query of a
 // thousand series right after a restart spent most of its time opening
@@ -7,11 +9,15 @@ package actastore
 // (and maps its chunks) at start-up; the store instead opens, in the
 // background once Open has returned, the newest file of every series (the
 // one recent-range queries read) into the reader cache, until the cache
-// holds warmShare of its bounds. Warming never evicts a reader; the rest
-// of the cache is for the files queries open themselves, and once it is
-// full the cache's admission rule (readers.go) decides as for any other
-// reader. One goroutine, one file at a time: at most one core for a
-// moment (10,000 files took under a second here), stopped by Close.
+// holds warmShare of its bounds, and builds the XOR chunks of the float
+// ones (xorcache.go) up to warmShare of their bound: a streamed read of
+// part of a file then decodes the one or two chunks that straddle its
+// range instead of the file's whole block. Warming never evicts a reader;
+// the rest of the cache is for the files queries open themselves, and once
+// it is full the cache's admission rule (readers.go) decides as for any
+// other reader. One goroutine, one file at a time: at most one core for a
+// few seconds (10,000 files of 1,440 samples, chunks included, about 2 s
+// here), stopped by Close.
 
 // warmShare is the part of the reader cache's bound warming fills.
 const warmShare = 0.9
@@ -26,15 +32,19 @@ func (s *Store) warmReaders() {
 		return
 	}
 	limit := int(float64(c.maxOpen) * warmShare)
-	var paths []string
+	type warmFile struct {
+		path  string
+		float bool
+	}
+	var paths []warmFile
 	for _, ms := range s.reg.live() {
 		paths = paths[:0]
 		ms.mu.Lock()
 		if n := len(ms.floats.files); n > 0 && !ms.removed {
-			paths = append(paths, filePath(s.dir, floats, ms.ref, ms.floats.files[n-1]))
+			paths = append(paths, warmFile{filePath(s.dir, floats, ms.ref, ms.floats.files[n-1]), true})
 		}
 		if h := ms.hists; h != nil && len(h.files) > 0 && !ms.removed {
-			paths = append(paths, filePath(s.dir, histograms, ms.ref, h.files[len(h.files)-1]))
+			paths = append(paths, warmFile{filePath(s.dir, histograms, ms.ref, h.files[len(h.files)-1]), false})
 		}
 		ms.mu.Unlock()
 		for _, p := range paths {
@@ -47,10 +57,23 @@ func (s *Store) warmReaders() {
 				return
 			}
 			// Not counted as a read: admission weighs what queries read.
-			if _, done, err := c.acquire(p, false); err == nil {
-				done()
-				s.m.warmedReaders.Inc()
+			cr, done, err := c.acquire(p.path, false)
+			if err != nil {
+				continue
 			}
+			if p.float && c.warmChunksRoom() && !cr.solo && !cr.remote && covers(cr.r, math.MinInt64, math.MaxInt64) {
+				_, _ = c.buildKept(cr, nil) // a bad file is the reads' to report
+			}
+			done()
+			s.m.warmedReaders.Inc()
 		}
 	}
+}
+
+// warmChunksRoom reports whether warming may build more kept XOR chunks:
+// up to warmShare of their bound, the rest left to reads.
+func (c *readerCache) warmChunksRoom() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxChunkBytes > 0 && float64(c.chunkBytes) < warmShare*float64(c.maxChunkBytes)
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // After a restart with WarmReaders, the newest file of each series (floats
-// and histograms) is opened in the background up to 90 % of the reader
+// and histograms) is opened, and a float file's XOR chunks built, in the
+// background up to 90 % of the reader
 // cache's bound, and a query of a warmed series opens nothing; without the
 // option nothing is opened before a query.
 func TestWarmReadersAfterRestart(t *testing.T) {
@@ -45,7 +46,8 @@ func TestWarmReadersAfterRestart(t *testing.T) {
 	defer warm.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if n, _ := warm.readers.stats(); n == 11 {
+		_, _, builds := warm.readers.chunkStats()
+		if n, _ := warm.readers.stats(); n == 11 && builds == 10 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -53,6 +55,18 @@ func TestWarmReadersAfterRestart(t *testing.T) {
 			t.Fatalf("%d readers warmed, want the 11 files", n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// The float files' XOR chunks were built (not the histogram file's),
+	// and a streamed read of part of a file uses them.
+	if _, hits, builds := warm.readers.chunkStats(); builds != 10 || hits != 0 {
+		t.Fatalf("warming built %d files' chunks (hits %d), want the 10 float files'", builds, hits)
+	}
+	parts, chunks := selectParts(t, warm, true, 500, 1500)
+	if v := parts[`{__name__="m", i="3"}`]; len(v) != 1 || v[0] != (Sample{T: 1000, V: 3}) || chunks == 0 {
+		t.Fatalf("streamed read of part of the files: %v, %d chunks", v, chunks)
+	}
+	if _, hits, builds := warm.readers.chunkStats(); builds != 10 || hits != 10 {
+		t.Fatalf("after a streamed read of every float series: %d builds, %d hits, want 10 and 10", builds, hits)
 	}
 	misses := warm.readers.misses.Load()
 	got := selectAll(t, warm, math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "i", "7"))

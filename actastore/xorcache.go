@@ -184,15 +184,22 @@ func (c *readerCache) cachedChunks(path string, mint, maxt int64, st *readStats)
 	if !room || cr.solo || cr.remote || !covers(cr.r, mint, maxt) {
 		return nil, nil
 	}
-	fc, err = buildFileChunks(cr.r, cr.remote, st)
+	c.mu.Lock()
+	c.countLocked(cr)
+	c.mu.Unlock()
+	return c.buildKept(cr, st)
+}
+
+// buildKept builds the chunks of cr's file and keeps them on cr when the
+// bound allows. A reader dropped meanwhile (its file changed) keeps its
+// snapshot: the chunks serve the read that built them and are not kept.
+func (c *readerCache) buildKept(cr *cachedReader, st *readStats) (*fileChunks, error) {
+	fc, err := buildFileChunks(cr.r, cr.remote, st)
 	if err != nil {
 		return nil, err
 	}
 	c.chunkBuilds.Add(1)
 	c.mu.Lock()
-	c.countLocked(cr)
-	// A reader dropped meanwhile (its file changed) keeps its snapshot:
-	// the chunks serve this read and are not kept.
 	if !cr.stale && cr.chunks == nil && c.chunkBytes+fc.bytes <= c.maxChunkBytes {
 		cr.chunks = fc
 		c.chunkBytes += fc.bytes
