@@ -1,6 +1,9 @@
 package actastore
 
-import "math"
+import (
+	"math"
+	"os"
+)
 
 // After a restart every series file is closed, and the first read of each
 // opens and parses it (its frame headers, its schema): a query of a
@@ -55,6 +58,11 @@ func (s *Store) warmReaders() {
 			}
 			if n, bytes := c.stats(); n >= limit || (c.maxBytes > 0 && float64(bytes) >= warmShare*float64(c.maxBytes)) {
 				return
+			}
+			// Only local files: one whose copy lives in the object store
+			// alone is fetched when a query wants it, not now.
+			if _, err := os.Stat(p.path); err != nil {
+				continue
 			}
 			// Not counted as a read: admission weighs what queries read.
 			cr, done, err := c.acquire(p.path, false)
