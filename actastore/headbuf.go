@@ -29,7 +29,9 @@ type headParts[S any] struct {
 	c    chunkenc.XORChunk
 	app  chunkenc.Appender
 	maxT int64 // newest timestamp in c
-	// ss holds the samples not in c, sorted by timestamp.
+	// ss holds the samples not in c, sorted by timestamp: those older than
+	// c's newest, those beyond its capacity, and a small head's first
+	// samples (xorHeadMinChunk).
 	ss []S
 }
 
@@ -43,6 +45,11 @@ const (
 	xorHeadInitCap = 24
 	// xorHeadMaxSamples: the chunk header counts samples in a uint16.
 	xorHeadMaxSamples = math.MaxUint16
+	// xorHeadMinChunk: a head's first samples stay in its side slice; a
+	// sample arriving when it holds this many starts the chunk. Up to here
+	// the slice (16 bytes a sample, 128 at capacity 8) costs less than a
+	// chunk's fixed 128 bytes and its stream; the next would double it.
+	xorHeadMinChunk = 8
 	// xorHeadMaxSide: once the side slice of a kind with a chunk holds this
 	// many samples they are merged into a new chunk, so a head receiving
 	// much out-of-order data stays compressed.
@@ -204,23 +211,22 @@ func (h *headBuf[S]) add(k kind[S], smp S) (bool, int64) {
 
 // addNew stores smp, whose timestamp the head does not hold, and returns
 // how the head's bytes changed: into the chunk when it is newer than
-// everything held (and the chunk has room), beside it otherwise.
+// everything held (and the chunk has room), beside it otherwise; a kind
+// with a chunk starts one once its side holds xorHeadMinChunk samples.
 func (h *headBuf[S]) addNew(k kind[S], smp S) int64 {
 	if h.p == nil {
 		h.p = &headParts[S]{}
 	}
+	var b int64
+	if k.xorHead() && h.p.app == nil && len(h.p.ss) >= xorHeadMinChunk {
+		b = h.recompress(k)
+	}
 	p, t := h.p, k.ts(smp)
-	if k.xorHead() && (len(p.ss) == 0 || t > k.ts(p.ss[len(p.ss)-1])) {
-		if p.app == nil {
-			p.startChunk()
-			p.appendXOR(k, smp)
-			return p.chunkBytes()
-		}
-		if t > p.maxT && p.n() < xorHeadMaxSamples {
-			before := p.chunkBytes()
-			p.appendXOR(k, smp)
-			return p.chunkBytes() - before
-		}
+	if k.xorHead() && p.app != nil && t > p.maxT && p.n() < xorHeadMaxSamples &&
+		(len(p.ss) == 0 || t > k.ts(p.ss[len(p.ss)-1])) {
+		before := p.chunkBytes()
+		p.appendXOR(k, smp)
+		return b + p.chunkBytes() - before
 	}
 	i, _ := find(k, p.ss, t)
 	if i == len(p.ss) {
@@ -228,8 +234,8 @@ func (h *headBuf[S]) addNew(k kind[S], smp S) int64 {
 	} else {
 		p.ss = slices.Insert(p.ss, i, smp)
 	}
-	b := k.size(smp)
-	if k.xorHead() && len(p.ss) >= xorHeadMaxSide && p.n() < xorHeadMaxSamples {
+	b += k.size(smp)
+	if k.xorHead() && p.app != nil && p.n() < xorHeadMaxSamples && len(p.ss) >= xorHeadMaxSide {
 		b += h.recompress(k)
 	}
 	return b

@@ -191,6 +191,13 @@ func TestHeadCompressedBitExactThroughSelect(t *testing.T) {
 	w := want{}
 	var all []Sample
 	t0 := int64(1_700_000_000_000)
+	// Plain values first, so that the head holds a chunk
+	// (xorHeadMinChunk) when the specials arrive.
+	var plain []Sample
+	for i := range xorHeadMinChunk {
+		plain = append(plain, Sample{T: t0 - int64(xorHeadMinChunk-i)*15000, V: float64(i)})
+	}
+	mustAppend(t, s, []SeriesSamples{{Labels: ls, Samples: plain}})
 	for i, bits := range headSpecials {
 		all = append(all, Sample{T: t0 + int64(i)*15000, V: math.Float64frombits(bits)})
 	}
@@ -201,12 +208,13 @@ func TestHeadCompressedBitExactThroughSelect(t *testing.T) {
 	for i := 1; i < len(all); i += 2 {
 		mustAppend(t, s, []SeriesSamples{{Labels: ls, Samples: []Sample{all[i]}}})
 	}
+	w.add(ls, plain...)
 	w.add(ls, all...)
 	ms := seriesOf(s, ls)
 	ms.mu.Lock()
 	chunked, side := ms.floats.head.p.n(), len(ms.floats.head.side())
 	ms.mu.Unlock()
-	if chunked != len(all)/2+1 || side != len(all)/2-1 { // the last is the newest
+	if chunked != len(plain)+len(all)/2+1 || side != len(all)/2-1 { // the last is the newest
 		t.Fatalf("head holds %d compressed and %d side samples", chunked, side)
 	}
 	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
@@ -330,4 +338,34 @@ func TestHeadCompressedAccounting(t *testing.T) {
 	if st := s.Stats(); st.HeadBytes != 0 || st.HeadSamples != 0 {
 		t.Fatalf("after a flush the head accounts %d bytes, %d samples", st.HeadBytes, st.HeadSamples)
 	}
+}
+
+// A head's first xorHeadMinChunk samples stay in a slice; the next one
+// starts the chunk with all of them, in order, out-of-order ones included.
+func TestHeadBufSmallHeadThenChunk(t *testing.T) {
+	var h headBuf[Sample]
+	var ref []Sample
+	var accounted int64
+	for i := range xorHeadMinChunk {
+		s := Sample{T: int64(10+i) * 1000, V: math.Float64frombits(headSpecials[i%len(headSpecials)])}
+		if i == 3 {
+			s.T = 1000 // an older one among them
+		}
+		_, b := h.add(floats, s)
+		accounted += b
+		i, _ := slices.BinarySearchFunc(ref, s.T, func(a Sample, t int64) int { return cmpInt64(a.T, t) })
+		ref = slices.Insert(ref, i, s)
+	}
+	if h.p.n() != 0 || len(h.side()) != xorHeadMinChunk || accounted != int64(xorHeadMinChunk)*32 {
+		t.Fatalf("small head: %d compressed, %d side, %d bytes", h.p.n(), len(h.side()), accounted)
+	}
+	checkHeadModel(t, "small", &h, ref, accounted)
+	s := Sample{T: 100_000, V: staleNaN}
+	_, b := h.add(floats, s)
+	accounted += b
+	ref = append(ref, s)
+	if h.p.n() != xorHeadMinChunk+1 || len(h.side()) != 0 {
+		t.Fatalf("after the chunk started: %d compressed, %d side", h.p.n(), len(h.side()))
+	}
+	checkHeadModel(t, "chunked", &h, ref, accounted)
 }
