@@ -251,19 +251,27 @@ func (p *headParts[S]) appendXOR(k kind[S], smp S) {
 // holds) and returns how the head's bytes changed.
 func (h *headBuf[S]) recompress(k kind[S]) int64 {
 	before := h.bytes(k)
-	all := h.all(k, nil)
-	h.p = nil
+	var all []S
+	if h.p.app == nil {
+		all = h.p.ss // sorted, and build keeps no part of it
+	} else {
+		all = h.all(k, nil)
+	}
+	*h.p = headParts[S]{} // reused by build
 	h.build(k, all)
 	return h.bytes(k) - before
 }
 
-// build fills an empty head with sorted, distinct samples (it keeps ss
-// when the kind has no chunk).
+// build fills an empty head (h.p nil or zero) with sorted, distinct
+// samples (it keeps ss when the kind has no chunk).
 func (h *headBuf[S]) build(k kind[S], ss []S) {
 	if len(ss) == 0 {
+		h.p = nil
 		return
 	}
-	h.p = &headParts[S]{}
+	if h.p == nil {
+		h.p = &headParts[S]{}
+	}
 	if !k.xorHead() {
 		h.p.ss = ss
 		return
