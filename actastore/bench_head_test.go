@@ -1,6 +1,7 @@
 package actastore
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -11,8 +12,8 @@ import (
 // and what the head accounts for them (headState.bytes). Nothing flushes.
 func BenchmarkHeadMemorySamples(b *testing.B) {
 	const n = 100_000
-	for _, k := range []int{10, 120} {
-		b.Run(map[int]string{10: "samples=10", 120: "samples=120"}[k], func(b *testing.B) {
+	for _, k := range []int{10, 20, 120} {
+		b.Run(fmt.Sprintf("samples=%d", k), func(b *testing.B) {
 			for it := 0; it < b.N; it++ {
 				ls := benchLabels(n)
 				runtime.GC()
