@@ -76,7 +76,7 @@ func BenchmarkHeadInsert(b *testing.B) {
 					if classify(floats, &trs[i], smp, 0, nil) != verdictAccept {
 						b.Fatalf("sample %v of track %d not accepted", smp, i)
 					}
-					insertAll(floats, &trs[i], []Sample{smp}, 1, 1)
+					insertAll(floats, &trs[i], []Sample{smp}, 1, 1, false)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")

@@ -542,7 +542,7 @@ func (t *txn) apply(seg int32) {
 		ms := ts.ms
 		ms.mu.Lock()
 		idle := !ms.hasHeadLocked()
-		n, b := insertAll(floats, &ms.floats, t.floats[ts.f0:ts.f1], seg, nowNs)
+		n, b := insertAll(floats, &ms.floats, t.floats[ts.f0:ts.f1], seg, nowNs, false)
 		written[kindFloat] += n
 		bytes += b
 		if st.fs1 > st.fs0 {
@@ -551,7 +551,7 @@ func (t *txn) apply(seg int32) {
 		full := ms.floats.head.len() >= s.opts.BlockRows
 		if ts.h1 > ts.h0 {
 			tr := histograms.track(ms, true)
-			n, b := insertAll(histograms, tr, t.hists[ts.h0:ts.h1], seg, nowNs)
+			n, b := insertAll(histograms, tr, t.hists[ts.h0:ts.h1], seg, nowNs, false)
 			written[kindHistogram] += n
 			bytes += b
 			if st.hs1 > st.hs0 {
@@ -618,18 +618,16 @@ func appendable[S any](k kind[S], tr *track[S], ss []S) bool {
 }
 
 // insertAll inserts accepted samples into tr (the series' mu held); it
-// returns how many were added and their head bytes.
-func insertAll[S any](k kind[S], tr *track[S], ss []S, seg int32, nowNs int64) (int, int64) {
+// returns how many were added and their head bytes. lazy is for the WAL
+// replay (headBuf.addNew).
+func insertAll[S any](k kind[S], tr *track[S], ss []S, seg int32, nowNs int64, lazy bool) (int, int64) {
 	if appendable(k, tr, ss) {
 		// The usual case: newer than the whole head, in order, nothing being
 		// flushed: one append instead of a search and a growth per sample.
 		if tr.head.len() == 0 {
 			tr.headSeg, tr.headSince = seg, nowNs
 		}
-		var b int64
-		for _, smp := range ss {
-			b += tr.head.addNew(k, smp)
-		}
+		b := tr.head.addNewer(k, ss, lazy)
 		if t := k.ts(ss[len(ss)-1]); tr.maxT == noTime || t > tr.maxT {
 			tr.maxT = t
 		}
@@ -637,7 +635,7 @@ func insertAll[S any](k kind[S], tr *track[S], ss []S, seg int32, nowNs int64) (
 	}
 	n, b := 0, int64(0)
 	for _, smp := range ss {
-		if ok, sb := insert(k, tr, smp, seg, nowNs); ok {
+		if ok, sb := insert(k, tr, smp, seg, nowNs, lazy); ok {
 			n++
 			b += sb
 		}

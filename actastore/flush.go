@@ -276,7 +276,7 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	c.flushing = nil
 	tr.head.build(k, slices.Clone(rest))
 	for _, smp := range newer {
-		insert(k, tr, smp, seg, 0)
+		insert(k, tr, smp, seg, 0, false)
 	}
 	nowBytes := tr.head.bytes(k)
 	if sts != nil {

@@ -206,19 +206,22 @@ func (h *headBuf[S]) add(k kind[S], smp S) (bool, int64) {
 	if _, found := h.find(k, k.ts(smp)); found {
 		return false, 0
 	}
-	return true, h.addNew(k, smp)
+	return true, h.addNew(k, smp, false)
 }
 
 // addNew stores smp, whose timestamp the head does not hold, and returns
 // how the head's bytes changed: into the chunk when it is newer than
 // everything held (and the chunk has room), beside it otherwise; a kind
-// with a chunk starts one once its side holds xorHeadMinChunk samples.
-func (h *headBuf[S]) addNew(k kind[S], smp S) int64 {
+// with a chunk starts one once its side holds xorHeadMinChunk samples,
+// unless lazy: the WAL replay leaves that to the first sample after it,
+// so a restart does not wait for every replayed head's encoding (the
+// side slice holds them in order meanwhile, counted at kind.size).
+func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 	if h.p == nil {
 		h.p = &headParts[S]{}
 	}
 	var b int64
-	if k.xorHead() && h.p.app == nil && len(h.p.ss) >= xorHeadMinChunk {
+	if k.xorHead() && !lazy && h.p.app == nil && len(h.p.ss) >= xorHeadMinChunk {
 		b = h.recompress(k)
 	}
 	p, t := h.p, k.ts(smp)
@@ -237,6 +240,27 @@ func (h *headBuf[S]) addNew(k kind[S], smp S) int64 {
 	b += k.size(smp)
 	if k.xorHead() && p.app != nil && p.n() < xorHeadMaxSamples && len(p.ss) >= xorHeadMaxSide {
 		b += h.recompress(k)
+	}
+	return b
+}
+
+// addNewer stores ss, strictly increasing and newer than everything the
+// head holds, as addNew would one by one; a head that stays a slice takes
+// them in one append.
+func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
+	if h.p == nil {
+		h.p = &headParts[S]{}
+	}
+	var b int64
+	if p := h.p; p.app == nil && (lazy || !k.xorHead() || len(p.ss)+len(ss) <= xorHeadMinChunk) {
+		p.ss = append(p.ss, ss...)
+		for _, s := range ss {
+			b += k.size(s)
+		}
+		return b
+	}
+	for _, s := range ss {
+		b += h.addNew(k, s, lazy)
 	}
 	return b
 }

@@ -182,8 +182,9 @@ func TestHeadBufBeyondChunkCapacity(t *testing.T) {
 
 // Float samples with every special bit pattern come back from a
 // compressed head through Select bit for bit, in order with out-of-order
-// ones between them; and the same after a flush and after a restart that
-// replays them from the WAL.
+// ones between them; and the same after a restart that replays them from
+// the WAL, after the next sample compresses the replayed head, and after
+// a flush.
 func TestHeadCompressedBitExactThroughSelect(t *testing.T) {
 	dir := t.TempDir()
 	s := openT(t, dir, Options{Logger: quiet})
@@ -222,9 +223,32 @@ func TestHeadCompressedBitExactThroughSelect(t *testing.T) {
 	part := want{}
 	part.add(ls, all[3:8]...)
 	checkWant(t, selectAll(t, s, all[2].T+1, all[8].T-1), part)
-	s.Close()
+	s.abandon() // as kill -9: the head is only in the WAL
 
 	s = openT(t, dir, Options{Logger: quiet})
+	// The replay leaves the head uncompressed (headBuf.addNew, lazy); the
+	// next sample compresses it.
+	ms = seriesOf(s, ls)
+	ms.mu.Lock()
+	chunked, side = ms.floats.head.p.n(), len(ms.floats.head.side())
+	ms.mu.Unlock()
+	if chunked != 0 || side != len(plain)+len(all) {
+		t.Fatalf("replayed head holds %d compressed and %d side samples", chunked, side)
+	}
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	late := Sample{T: all[len(all)-1].T + 15000, V: staleNaN}
+	mustAppend(t, s, []SeriesSamples{{Labels: ls, Samples: []Sample{late}}})
+	w.add(ls, late)
+	ms.mu.Lock()
+	chunked, side = ms.floats.head.p.n(), len(ms.floats.head.side())
+	bytes := ms.floats.head.bytes(floats)
+	ms.mu.Unlock()
+	if chunked != len(plain)+len(all)+1 || side != 0 {
+		t.Fatalf("after a live sample the head holds %d compressed and %d side samples", chunked, side)
+	}
+	if st := s.Stats(); st.HeadBytes != bytes {
+		t.Fatalf("head accounts %d bytes, holds %d", st.HeadBytes, bytes)
+	}
 	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
 	if err := s.FlushAll(); err != nil {
 		t.Fatal(err)

@@ -228,7 +228,7 @@ func segmentBytes(dir string) int64 {
 // at most 8x at a time, so a series seen only early in the WAL reserves
 // little more than doubling would.
 func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int64) {
-	if k.xorHead() {
+	if tr.head.p.n() > 0 {
 		return // a compressed head grows its chunk by append's doubling
 	}
 	need := tr.head.len() + incoming
@@ -277,7 +277,7 @@ func replaySamples[S any](rp *replayer, k kind[S], seg int32, ref uint64, smps [
 	tr := k.track(ms, true)
 	idle := !ms.hasHeadLocked()
 	growForReplay(k, tr, len(smps), rp.seen, rp.total)
-	n, b := insertAll(k, tr, smps, seg, rp.nowNs)
+	n, b := insertAll(k, tr, smps, seg, rp.nowNs, true)
 	if idle && ms.hasHeadLocked() {
 		rp.s.hd.series.Add(1)
 	}

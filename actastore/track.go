@@ -244,8 +244,9 @@ type fileHit[S any] struct {
 // insert adds an accepted sample to the head. It checks the head again,
 // because a concurrent batch may have stored the same timestamp between
 // the check and the insert; then the first one stays. It reports whether
-// the sample was added and how the head's bytes changed.
-func insert[S any](k kind[S], tr *track[S], smp S, seg int32, nowNs int64) (bool, int64) {
+// the sample was added and how the head's bytes changed. lazy is for the
+// WAL replay (headBuf.addNew).
+func insert[S any](k kind[S], tr *track[S], smp S, seg int32, nowNs int64, lazy bool) (bool, int64) {
 	t := k.ts(smp)
 	if _, found := tr.head.find(k, t); found {
 		return false, 0
@@ -257,7 +258,7 @@ func insert[S any](k kind[S], tr *track[S], smp S, seg int32, nowNs int64) (bool
 		tr.headSeg = seg
 		tr.headSince = nowNs
 	}
-	b := tr.head.addNew(k, smp)
+	b := tr.head.addNew(k, smp, lazy)
 	if tr.maxT == noTime || t > tr.maxT {
 		tr.maxT = t
 	}
