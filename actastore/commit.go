@@ -542,22 +542,22 @@ func (t *txn) apply(seg int32) {
 		ms := ts.ms
 		ms.mu.Lock()
 		idle := !ms.hasHeadLocked()
-		n, b := insertAll(floats, &ms.floats, t.floats[ts.f0:ts.f1], seg, nowNs)
+		n, b := insertAll(floats, &ms.floats, t.floats[ts.f0:ts.f1], seg, nowNs, false)
 		written[kindFloat] += n
 		bytes += b
 		if st.fs1 > st.fs0 {
 			bytes += int64(addStarts(&ms.floats, t.fsts[st.fs0:st.fs1])) * startBytes
 		}
-		full := len(ms.floats.head) >= s.opts.BlockRows
+		full := ms.floats.head.len() >= s.opts.BlockRows
 		if ts.h1 > ts.h0 {
 			tr := histograms.track(ms, true)
-			n, b := insertAll(histograms, tr, t.hists[ts.h0:ts.h1], seg, nowNs)
+			n, b := insertAll(histograms, tr, t.hists[ts.h0:ts.h1], seg, nowNs, false)
 			written[kindHistogram] += n
 			bytes += b
 			if st.hs1 > st.hs0 {
 				bytes += int64(addStarts(tr, t.hsts[st.hs0:st.hs1])) * startBytes
 			}
-			full = full || len(tr.head) >= maxHistBlockRows
+			full = full || tr.head.len() >= maxHistBlockRows
 		}
 		if ts.e1 > ts.e0 {
 			t.res.Exemplars.Written += ms.exemplarsLocked().add(t.exs[ts.e0:ts.e1], seg, nowNs)
@@ -606,7 +606,7 @@ func appendable[S any](k kind[S], tr *track[S], ss []S) bool {
 	if len(ss) == 0 || len(tr.flushingBuf()) > 0 {
 		return false
 	}
-	if n := len(tr.head); n > 0 && k.ts(tr.head[n-1]) >= k.ts(ss[0]) {
+	if t := tr.head.maxT(k); t != noTime && t >= k.ts(ss[0]) {
 		return false
 	}
 	for i := 1; i < len(ss); i++ {
@@ -618,29 +618,26 @@ func appendable[S any](k kind[S], tr *track[S], ss []S) bool {
 }
 
 // insertAll inserts accepted samples into tr (the series' mu held); it
-// returns how many were added and their head bytes.
-func insertAll[S any](k kind[S], tr *track[S], ss []S, seg int32, nowNs int64) (int, int64) {
+// returns how many were added and their head bytes. lazy is for the WAL
+// replay (headBuf.addNew).
+func insertAll[S any](k kind[S], tr *track[S], ss []S, seg int32, nowNs int64, lazy bool) (int, int64) {
 	if appendable(k, tr, ss) {
 		// The usual case: newer than the whole head, in order, nothing being
 		// flushed: one append instead of a search and a growth per sample.
-		if len(tr.head) == 0 {
+		if tr.head.len() == 0 {
 			tr.headSeg, tr.headSince = seg, nowNs
 		}
-		tr.head = append(tr.head, ss...)
+		b := tr.head.addNewer(k, ss, lazy)
 		if t := k.ts(ss[len(ss)-1]); tr.maxT == noTime || t > tr.maxT {
 			tr.maxT = t
-		}
-		var b int64
-		for _, smp := range ss {
-			b += k.size(smp)
 		}
 		return len(ss), b
 	}
 	n, b := 0, int64(0)
 	for _, smp := range ss {
-		if insert(k, tr, smp, seg, nowNs) {
+		if ok, sb := insert(k, tr, smp, seg, nowNs, lazy); ok {
 			n++
-			b += k.size(smp)
+			b += sb
 		}
 	}
 	return n, b

@@ -164,18 +164,11 @@ func (s *Store) dropHeadRange(ms *memSeries, mint, maxt int64) {
 }
 
 func dropTrackRange[S any](s *Store, k kind[S], tr *track[S], mint, maxt int64) {
-	var n, b int64
-	tr.head = slices.DeleteFunc(tr.head, func(smp S) bool {
-		if t := k.ts(smp); t >= mint && t <= maxt {
-			n++
-			b += k.size(smp)
-			return true
-		}
-		return false
+	dn, db := tr.head.deleteFunc(k, func(smp S) bool {
+		t := k.ts(smp)
+		return t >= mint && t <= maxt
 	})
-	if len(tr.head) == 0 {
-		tr.head = nil
-	}
+	n, b := int64(dn), -db // bytes the head no longer holds
 	b += int64(pruneStarts(k, tr)) * startBytes
 	if last, ok := tr.lastFlushed(); ok && k.ts(last) >= mint && k.ts(last) <= maxt {
 		tr.clearLast()

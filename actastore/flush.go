@@ -91,7 +91,8 @@ func (s *Store) dueLocked(ms *memSeries, nowNs int64) bool {
 }
 
 func trackDue[S any](k kind[S], tr *track[S], nowNs, age int64, fo fileOptions) bool {
-	return len(tr.head) > 0 && (nowNs-tr.headSince >= k.headAgeFactor()*age || len(tr.head) >= k.maxBlockRows(fo))
+	n := tr.head.len()
+	return n > 0 && (nowNs-tr.headSince >= k.headAgeFactor()*age || n >= k.maxBlockRows(fo))
 }
 
 // flushDue flushes every series that is due.
@@ -146,22 +147,31 @@ func (s *Store) flushLargest() {
 		return
 	}
 	type cand struct {
-		ms    *memSeries
-		bytes int64
+		ms           *memSeries
+		bytes, items int64
 	}
 	var cs []cand
 	for _, ms := range s.reg.live() {
 		ms.mu.Lock()
 		b := trackHeadBytes(floats, &ms.floats)
+		n := int64(ms.floats.head.len())
 		if ms.hists != nil {
 			b += trackHeadBytes(histograms, ms.hists)
+			n += int64(ms.hists.head.len())
 		}
 		ms.mu.Unlock()
 		if b > 0 {
-			cs = append(cs, cand{ms, b})
+			cs = append(cs, cand{ms, b, n})
 		}
 	}
-	slices.SortFunc(cs, func(a, b cand) int { return cmpInt64(b.bytes, a.bytes) })
+	// A compressed head's bytes grow in steps (its chunk's allocation):
+	// of equal bytes, the head holding more samples goes first.
+	slices.SortFunc(cs, func(a, b cand) int {
+		if c := cmpInt64(b.bytes, a.bytes); c != 0 {
+			return c
+		}
+		return cmpInt64(b.items, a.items)
+	})
 	n := 0
 	for _, c := range cs {
 		if s.hd.bytes.Load() <= limit/2 {
@@ -182,11 +192,7 @@ func (s *Store) flushLargest() {
 
 // trackHeadBytes is what a track's head costs (mu held).
 func trackHeadBytes[S any](k kind[S], tr *track[S]) int64 {
-	var b int64
-	for _, smp := range tr.head {
-		b += k.size(smp)
-	}
-	return b
+	return tr.head.bytes(k)
 }
 
 // flushSeries writes every head of the series into its files, and its new
@@ -211,7 +217,7 @@ func (s *Store) flushSeries(ms *memSeries) error {
 func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
-	if tr == nil || len(tr.head) == 0 {
+	if tr == nil || tr.head.len() == 0 {
 		if tr != nil {
 			tr.queued = false
 		}
@@ -219,10 +225,12 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 		return nil
 	}
 	tr.queued = false
-	smps := tr.head
+	// The flushing samples keep the head's bytes in the accounting until
+	// the file holds them.
+	headBytes := tr.head.bytes(k)
+	smps := tr.head.take(k)
 	c := tr.coldState()
 	c.flushing, c.flushingSeg = smps, tr.headSeg
-	tr.head = nil
 	sts := tr.headStarts()
 	if sts != nil {
 		c.starts.flushing, c.starts.head = sts, nil
@@ -245,7 +253,7 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 			s.hd.added(0, -int64(len(sts))*startBytes)
 		}
 		ms.mu.Unlock()
-		accountFlushed(s, k, smps[:written])
+		accountFlushed(s, written, headBytes)
 		s.hd.flushes.Add(1)
 		s.m.flushDuration.Observe(time.Since(began).Seconds())
 		return nil
@@ -255,16 +263,22 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	rest := smps[written:]
 	idle := !ms.hasHeadLocked()
 	seg, since := c.flushingSeg, tr.headSince
-	if len(tr.head) > 0 {
+	if tr.head.len() > 0 {
 		seg = min(seg, tr.headSeg)
 	} else {
 		since = s.now().UnixNano()
 	}
-	newer := tr.head
-	tr.head, c.flushing = rest, nil
+	// The head takes the unwritten samples back, with those that arrived
+	// during the flush; the accounting moves from what the head held
+	// before the flush to what it holds now.
+	newerBytes := tr.head.bytes(k)
+	newer := tr.head.take(k)
+	c.flushing = nil
+	tr.head.build(k, slices.Clone(rest))
 	for _, smp := range newer {
-		insert(k, tr, smp, seg, 0)
+		insert(k, tr, smp, seg, 0, false)
 	}
+	nowBytes := tr.head.bytes(k)
 	if sts != nil {
 		// The start timestamps go back with their samples (those of the
 		// written ones are dropped at the next flush, matched by T).
@@ -279,25 +293,22 @@ func flushTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 		s.hd.series.Add(1)
 	}
 	ms.mu.Unlock()
-	accountFlushed(s, k, smps[:written])
+	s.hd.bytes.Add(nowBytes - newerBytes)
+	accountFlushed(s, written, headBytes)
 	s.m.flushErrors.Inc()
 	return fmt.Errorf("flush %s series %016x (%d samples) to %s: %w", k.name(), ms.ref, len(rest), path, err)
 }
 
-// accountFlushed takes samples now held by a series file out of the head's
-// accounting.
-func accountFlushed[S any](s *Store, k kind[S], smps []S) {
-	if len(smps) == 0 {
+// accountFlushed takes n flushed samples out of the head's sample count
+// and bytes, what the head they were taken from cost (headBuf.bytes).
+func accountFlushed(s *Store, n int, bytes int64) {
+	s.hd.bytes.Add(-bytes)
+	if n == 0 {
 		return
 	}
-	var b int64
-	for _, smp := range smps {
-		b += k.size(smp)
-	}
-	s.hd.samples.Add(-int64(len(smps)))
-	s.hd.bytes.Add(-b)
-	s.hd.flushedSmp.Add(int64(len(smps)))
-	s.m.flushedSamples.Add(float64(len(smps)))
+	s.hd.samples.Add(-int64(n))
+	s.hd.flushedSmp.Add(int64(n))
+	s.m.flushedSamples.Add(float64(n))
 }
 
 // FlushAll flushes every head buffer into the series files, syncs them,

@@ -60,17 +60,17 @@ func (h *headState) queue(ms *memSeries) {
 // hasHeadLocked reports whether the series has a non-empty head of any
 // kind (mu held).
 func (ms *memSeries) hasHeadLocked() bool {
-	return len(ms.floats.head) > 0 || (ms.hists != nil && len(ms.hists.head) > 0)
+	return ms.floats.head.len() > 0 || (ms.hists != nil && ms.hists.head.len() > 0)
 }
 
 // headSinceLocked is when the series' oldest head sample of any kind
 // arrived (unix ns), 0 without one (mu held).
 func (ms *memSeries) headSinceLocked() int64 {
 	since := int64(0)
-	if len(ms.floats.head) > 0 {
+	if ms.floats.head.len() > 0 {
 		since = ms.floats.headSince
 	}
-	if h := ms.hists; h != nil && len(h.head) > 0 && (since == 0 || h.headSince < since) {
+	if h := ms.hists; h != nil && h.head.len() > 0 && (since == 0 || h.headSince < since) {
 		since = h.headSince
 	}
 	return since

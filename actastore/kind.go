@@ -36,6 +36,13 @@ type kind[S any] interface {
 	// size is what one sample costs in the head, in bytes (the head's
 	// memory accounting, Options.MaxHeadBytes).
 	size(S) int64
+	// xorHead says whether the head keeps this kind's in-order samples in
+	// a Prometheus XOR chunk (headbuf.go); xorPair and fromXOR convert a
+	// sample to and from the chunk's (ms, float64) pair bit-exactly, and
+	// are called only when it does.
+	xorHead() bool
+	xorPair(S) (t int64, v float64)
+	fromXOR(t int64, v float64) S
 	// headAgeFactor: a head is flushed after headAgeFactor × MaxHeadAge.
 	headAgeFactor() int64
 	// valid checks one incoming sample beyond its timestamp (nil: fine).

@@ -56,12 +56,19 @@ func (floatKind) same(a, b Sample) bool {
 	return a.T == b.T && math.Float64bits(a.V) == math.Float64bits(b.V)
 }
 
-// size: a 16-byte sample in a slice that append grows by up to 2x.
-func (floatKind) size(Sample) int64    { return 32 }
-func (floatKind) headAgeFactor() int64 { return 1 }
-func (floatKind) valid(Sample) error   { return nil }
-func (floatKind) recordType() byte     { return recSamples }
-func (floatKind) schema() *acta.Schema { return floatSchema }
+// size: a 16-byte sample in a slice that append grows by up to 2x (an
+// out-of-order head sample, a flushing one; in-order head samples are
+// XOR-compressed and cost what their chunk costs, headbuf.go).
+func (floatKind) size(Sample) int64 { return 32 }
+
+// xorHead: float heads are XOR chunks of (T, V) with V's bits as they are.
+func (floatKind) xorHead() bool                     { return true }
+func (floatKind) xorPair(s Sample) (int64, float64) { return s.T, s.V }
+func (floatKind) fromXOR(t int64, v float64) Sample { return Sample{T: t, V: v} }
+func (floatKind) headAgeFactor() int64              { return 1 }
+func (floatKind) valid(Sample) error                { return nil }
+func (floatKind) recordType() byte                  { return recSamples }
+func (floatKind) schema() *acta.Schema              { return floatSchema }
 
 // appendSamples is the per-series payload of a type-2 record:
 // t0 varint | (n-1) × Δt varint | n × value bits uint64 LE. Timestamps are

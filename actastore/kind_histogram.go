@@ -56,6 +56,16 @@ func (histKind) size(h HistogramSample) int64 {
 	return n
 }
 
+// xorHead: histogram heads stay uncompressed (a histogram is not one
+// float); xorPair and fromXOR are never called.
+func (histKind) xorHead() bool { return false }
+func (histKind) xorPair(HistogramSample) (int64, float64) {
+	panic("BUG: histograms are not XOR-compressed in the head")
+}
+func (histKind) fromXOR(int64, float64) HistogramSample {
+	panic("BUG: histograms are not XOR-compressed in the head")
+}
+
 // headAgeFactor: histograms wait 4 × MaxHeadAge in the head (durable in
 // the WAL) before a timed flush, because each flush is one block per series
 // and small blocks cost: at a 15 s scrape, 5 minutes make 20-row blocks of

@@ -227,14 +227,17 @@ func segmentBytes(dir string) int64 {
 // clearing that were most of a restart's time (BenchmarkReplayFullHead);
 // at most 8x at a time, so a series seen only early in the WAL reserves
 // little more than doubling would.
-func growForReplay[S any](tr *track[S], incoming int, seen, total int64) {
-	need := len(tr.head) + incoming
-	if need <= cap(tr.head) || seen <= 0 || total <= seen {
+func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int64) {
+	if tr.head.p.n() > 0 {
+		return // a compressed head grows its chunk by append's doubling
+	}
+	need := tr.head.len() + incoming
+	if need <= cap(tr.head.side()) || seen <= 0 || total <= seen {
 		return
 	}
 	want := int(float64(need) * float64(total) / float64(seen) * 1.02)
 	want = min(max(want, need), 8*need)
-	tr.head = slices.Grow(tr.head, want-len(tr.head))
+	tr.head.growSide(want - tr.head.len())
 }
 
 func (rp *replayer) define(r seriesRec, seg int) error {
@@ -273,8 +276,8 @@ func replaySamples[S any](rp *replayer, k kind[S], seg int32, ref uint64, smps [
 	}
 	tr := k.track(ms, true)
 	idle := !ms.hasHeadLocked()
-	growForReplay(tr, len(smps), rp.seen, rp.total)
-	n, b := insertAll(k, tr, smps, seg, rp.nowNs)
+	growForReplay(k, tr, len(smps), rp.seen, rp.total)
+	n, b := insertAll(k, tr, smps, seg, rp.nowNs, true)
 	if idle && ms.hasHeadLocked() {
 		rp.s.hd.series.Add(1)
 	}
@@ -321,7 +324,7 @@ func (s *Store) repairTornFiles() error {
 
 func repairTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	tr := k.track(ms, false)
-	if tr == nil || len(tr.head) == 0 || len(tr.files) == 0 {
+	if tr == nil || tr.head.len() == 0 || len(tr.files) == 0 {
 		return nil
 	}
 	kept := tr.files[:0]
@@ -367,10 +370,10 @@ func (s *Store) dedupeReplayed() error {
 
 func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	tr := k.track(ms, false)
-	if tr == nil || len(tr.head) == 0 || len(tr.files) == 0 {
+	if tr == nil || tr.head.len() == 0 || len(tr.files) == 0 {
 		return nil
 	}
-	mint, maxt := k.ts(tr.head[0]), k.ts(tr.head[len(tr.head)-1])
+	mint, maxt, _ := tr.head.bounds(k)
 	inFile := make(map[int64]struct{})
 	for i, start := range tr.files {
 		if _, only := s.tier.bucketOnly(k.id(), ms.ref, start); only {
@@ -405,23 +408,14 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	if len(inFile) == 0 {
 		return nil
 	}
-	before := len(tr.head)
-	var dropped []S
-	tr.head = slices.DeleteFunc(tr.head, func(smp S) bool {
+	n, b := tr.head.deleteFunc(k, func(smp S) bool {
 		_, ok := inFile[k.ts(smp)]
-		if ok {
-			dropped = append(dropped, smp)
-		}
 		return ok
 	})
-	var b int64
-	for _, smp := range dropped {
-		b += k.size(smp)
-	}
+	b = -b
 	b += int64(pruneStarts(k, tr)) * startBytes
-	s.hd.added(-int64(before-len(tr.head)), -b)
-	if len(tr.head) == 0 {
-		tr.head = nil
+	s.hd.added(-int64(n), -b)
+	if tr.head.len() == 0 {
 		if !ms.hasHeadLocked() {
 			s.hd.series.Add(-1)
 		}

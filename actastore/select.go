@@ -217,7 +217,7 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 		return nil, nil, nil, false, nil
 	}
 	flushing := inRange(k, nil, tr.flushingBuf(), mint, maxt)
-	head := inRange(k, nil, tr.head, mint, maxt)
+	head := tr.head.inRange(k, nil, mint, maxt)
 	var stRuns [][]StartTime
 	memSts := [2][]StartTime{slices.Clone(startsIn(tr.flushingStarts(), mint, maxt)), slices.Clone(startsIn(tr.headStarts(), mint, maxt))}
 	files := filesInRange(tr, mint, maxt)

@@ -159,7 +159,7 @@ func readFloatRunsOnce(s *Store, ms *memSeries, mint, maxt int64, st *readStats)
 		return nil, nil, false, nil
 	}
 	flushing := inRange(k, nil, tr.flushingBuf(), mint, maxt)
-	head := inRange(k, nil, tr.head, mint, maxt)
+	head := tr.head.inRange(k, nil, mint, maxt)
 	files := filesInRange(tr, mint, maxt)
 	listed = slices.Clone(tr.files)
 	ms.mu.Unlock()

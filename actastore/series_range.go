@@ -52,11 +52,12 @@ func mayHold[S any](k kind[S], tr *track[S], mint, maxt int64) bool {
 	if tr == nil {
 		return false
 	}
-	for _, run := range [][]S{tr.head, tr.flushingBuf()} {
-		for _, smp := range run {
-			if t := k.ts(smp); t >= mint && t <= maxt {
-				return true
-			}
+	if lo, hi, ok := tr.head.bounds(k); ok && lo <= maxt && hi >= mint && len(tr.head.inRange(k, nil, mint, maxt)) > 0 {
+		return true
+	}
+	for _, smp := range tr.flushingBuf() {
+		if t := k.ts(smp); t >= mint && t <= maxt {
+			return true
 		}
 	}
 	if len(tr.files) == 0 || tr.fileMaxKnown && (tr.fileMaxT == noTime || tr.fileMaxT < mint) {

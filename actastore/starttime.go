@@ -429,7 +429,7 @@ func pruneStarts[S any](k kind[S], tr *track[S]) int {
 		return 0
 	}
 	before := len(st.head)
-	st.head = slices.Clone(startsFor(k, st.head, tr.head))
+	st.head = slices.Clone(startsFor(k, st.head, tr.head.all(k, nil)))
 	if len(st.head) == 0 {
 		st.head = nil
 	}
@@ -448,10 +448,10 @@ func (rp *replayer) starts(seg int32, ref uint64, k kindID, sts []StartTime) err
 	var n int
 	switch k {
 	case kindFloat:
-		n = addStarts(&ms.floats, startsFor(floats, sorted, ms.floats.head))
+		n = addStarts(&ms.floats, startsFor(floats, sorted, ms.floats.head.all(floats, nil)))
 	case kindHistogram:
 		if tr := histograms.track(ms, false); tr != nil {
-			n = addStarts(tr, startsFor(histograms, sorted, tr.head))
+			n = addStarts(tr, startsFor(histograms, sorted, tr.head.all(histograms, nil)))
 		}
 	}
 	rp.s.hd.added(0, int64(n)*startBytes)

@@ -15,9 +15,9 @@ const noTime int64 = -1 << 63
 // series' mu; the functions below are the whole of what the store does
 // with a track, written once for every kind.
 type track[S any] struct {
-	// head holds accepted, unflushed samples sorted by timestamp, one per
-	// timestamp.
-	head    []S
+	// head holds accepted, unflushed samples, one per timestamp
+	// (headbuf.go: compressed for the float kind).
+	head    headBuf[S]
 	headSeg int32 // WAL segment holding the oldest head sample
 	queued  bool  // queued for a size-triggered flush
 	// fileMaxKnown says fileMaxT is valid.
@@ -195,7 +195,10 @@ func find[S any](k kind[S], ss []S, t int64) (int, bool) {
 // oooMs is the out-of-order window in ms (0: any age).
 func classify[S any](k kind[S], tr *track[S], smp S, oooMs int64, hits map[int64]fileHit[S]) sampleVerdict {
 	t := k.ts(smp)
-	for _, buf := range [2][]S{tr.head, tr.flushingBuf()} {
+	if stored, ok := tr.head.find(k, t); ok {
+		return sameOrConflict(k, stored, smp)
+	}
+	if buf := tr.flushingBuf(); len(buf) > 0 {
 		if i, ok := find(k, buf, t); ok {
 			return sameOrConflict(k, buf[i], smp)
 		}
@@ -238,39 +241,35 @@ type fileHit[S any] struct {
 	found bool
 }
 
-// insert adds an accepted sample to the head, keeping it sorted. It checks
-// the head again, because a concurrent batch may have stored the same
-// timestamp between the check and the insert; then the first one stays.
-// It reports whether the sample was added.
-func insert[S any](k kind[S], tr *track[S], smp S, seg int32, nowNs int64) bool {
+// insert adds an accepted sample to the head. It checks the head again,
+// because a concurrent batch may have stored the same timestamp between
+// the check and the insert; then the first one stays. It reports whether
+// the sample was added and how the head's bytes changed. lazy is for the
+// WAL replay (headBuf.addNew).
+func insert[S any](k kind[S], tr *track[S], smp S, seg int32, nowNs int64, lazy bool) (bool, int64) {
 	t := k.ts(smp)
-	i, found := find(k, tr.head, t)
-	if found {
-		return false
+	if _, found := tr.head.find(k, t); found {
+		return false, 0
 	}
 	if _, found := find(k, tr.flushingBuf(), t); found {
-		return false
+		return false, 0
 	}
-	if len(tr.head) == 0 {
+	if tr.head.len() == 0 {
 		tr.headSeg = seg
 		tr.headSince = nowNs
 	}
-	if i == len(tr.head) {
-		tr.head = append(tr.head, smp)
-	} else {
-		tr.head = slices.Insert(tr.head, i, smp)
-	}
+	b := tr.head.addNew(k, smp, lazy)
 	if tr.maxT == noTime || t > tr.maxT {
 		tr.maxT = t
 	}
-	return true
+	return true, b
 }
 
 // walSegNeeded is the lowest WAL segment whose samples the track still
 // holds only in memory, or -1 when it holds none.
 func (tr *track[S]) walSegNeeded() int32 {
 	seg := int32(-1)
-	if len(tr.head) > 0 {
+	if tr.head.len() > 0 {
 		seg = tr.headSeg
 	}
 	if c := tr.cold; c != nil && len(c.flushing) > 0 && (seg < 0 || c.flushingSeg < seg) {
@@ -280,7 +279,7 @@ func (tr *track[S]) walSegNeeded() int32 {
 }
 
 // busy reports whether the track holds unflushed samples.
-func (tr *track[S]) busy() bool { return len(tr.head) > 0 || len(tr.flushingBuf()) > 0 }
+func (tr *track[S]) busy() bool { return tr.head.len() > 0 || len(tr.flushingBuf()) > 0 }
 
 // inRange appends the samples of sorted ss within [mint, maxt] to dst.
 func inRange[S any](k kind[S], dst, ss []S, mint, maxt int64) []S {

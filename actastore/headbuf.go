@@ -1,0 +1,356 @@
+package actastore
+
+import (
+	"math"
+	"slices"
+
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+// headBuf is a track's head: its accepted, unflushed samples, one per
+// timestamp, read back in timestamp order. A kind whose samples an XOR
+// chunk can hold (kind.xorHead, the float kind) keeps the samples that
+// arrive in order in a Prometheus XOR chunk (tsdb/chunkenc: about 1-2
+// bytes a sample for regular scrapes instead of 16); a sample older than
+// the chunk's newest goes to ss, a small sorted slice, and both are merged
+// whenever the head is read. A kind without a chunk keeps every sample in
+// ss. Guarded by the owning series' mu, like its track.
+type headBuf[S any] struct {
+	// p holds the samples; nil when there are none, so a flushed series
+	// pays one pointer for its head.
+	p *headParts[S]
+}
+
+// headParts is a non-empty head. XOR chunks store the float64 bits as
+// they are, so NaN payloads and stale markers survive bit for bit.
+type headParts[S any] struct {
+	// c holds in-order samples compressed, and app appends to it; app is
+	// nil while c holds none (always, for a kind without a chunk).
+	c    chunkenc.XORChunk
+	app  chunkenc.Appender
+	maxT int64 // newest timestamp in c
+	// ss holds the samples not in c, sorted by timestamp: those older than
+	// c's newest, those beyond its capacity, and a small head's first
+	// samples (xorHeadMinChunk).
+	ss []S
+}
+
+const (
+	// xorHeadFixed is what a compressed head costs beside its stream and
+	// side samples: its headParts (80-byte size class) and the chunk's
+	// appender (48).
+	xorHeadFixed = 80 + 48
+	// xorHeadInitCap is the first stream allocation: the 2-byte header and
+	// a first sample (varint timestamp, 8 value bytes) fit; append grows it.
+	xorHeadInitCap = 24
+	// xorHeadMaxSamples: the chunk header counts samples in a uint16.
+	xorHeadMaxSamples = math.MaxUint16
+	// xorHeadMinChunk: a head's first samples stay in its side slice; a
+	// sample arriving when it holds this many starts the chunk. Up to here
+	// the slice (16 bytes a sample, 128 at capacity 8) costs less than a
+	// chunk's fixed 128 bytes and its stream; the next would double it.
+	xorHeadMinChunk = 8
+	// xorHeadMaxSide: once the side slice of a kind with a chunk holds this
+	// many samples they are merged into a new chunk, so a head receiving
+	// much out-of-order data stays compressed.
+	xorHeadMaxSide = 64
+)
+
+// startChunk gives p an empty chunk and its appender.
+func (p *headParts[S]) startChunk() {
+	p.c.Reset(make([]byte, 2, xorHeadInitCap))
+	app, err := p.c.Appender()
+	if err != nil {
+		panic("BUG: appender of an empty XOR chunk: " + err.Error())
+	}
+	p.app, p.maxT = app, noTime
+}
+
+// n is the number of samples in the chunk.
+func (p *headParts[S]) n() int {
+	if p == nil || p.app == nil {
+		return 0
+	}
+	return p.c.NumSamples()
+}
+
+// chunkBytes is what the chunk costs (with the parts it needs).
+func (p *headParts[S]) chunkBytes() int64 {
+	if p == nil || p.app == nil {
+		return 0
+	}
+	return xorHeadFixed + int64(cap(p.c.Bytes()))
+}
+
+// decodeHeadXOR appends the chunk's samples in [mint, maxt] to dst.
+func decodeHeadXOR[S any](k kind[S], dst []S, p *headParts[S], mint, maxt int64) []S {
+	if p.n() == 0 || p.maxT < mint {
+		return dst
+	}
+	it := p.c.Iterator(nil)
+	vt := it.Seek(mint)
+	for ; vt == chunkenc.ValFloat; vt = it.Next() {
+		t, v := it.At()
+		if t > maxt {
+			break
+		}
+		dst = append(dst, k.fromXOR(t, v))
+	}
+	return dst
+}
+
+// side is the uncompressed samples.
+func (h *headBuf[S]) side() []S {
+	if h.p == nil {
+		return nil
+	}
+	return h.p.ss
+}
+
+// len is the number of samples in the head.
+func (h *headBuf[S]) len() int {
+	if h.p == nil {
+		return 0
+	}
+	return len(h.p.ss) + h.p.n()
+}
+
+// bytes is what the head costs in memory (headState.bytes): the compressed
+// chunk as allocated, kind.size for each uncompressed sample.
+func (h *headBuf[S]) bytes(k kind[S]) int64 {
+	b := h.p.chunkBytes()
+	for _, s := range h.side() {
+		b += k.size(s)
+	}
+	return b
+}
+
+// bounds are the head's oldest and newest timestamps; ok is false when it
+// is empty.
+func (h *headBuf[S]) bounds(k kind[S]) (mint, maxt int64, ok bool) {
+	if h.len() == 0 {
+		return 0, 0, false
+	}
+	mint, maxt = int64(math.MaxInt64), int64(math.MinInt64)
+	if ss := h.p.ss; len(ss) > 0 {
+		mint, maxt = k.ts(ss[0]), k.ts(ss[len(ss)-1])
+	}
+	if p := h.p; p.n() > 0 {
+		it := p.c.Iterator(nil)
+		it.Next()
+		mint, maxt = min(mint, it.AtT()), max(maxt, p.maxT)
+	}
+	return mint, maxt, true
+}
+
+// maxT is the head's newest timestamp (noTime when empty).
+func (h *headBuf[S]) maxT(k kind[S]) int64 {
+	t := noTime
+	if ss := h.side(); len(ss) > 0 {
+		t = k.ts(ss[len(ss)-1])
+	}
+	if h.p.n() > 0 {
+		t = max(t, h.p.maxT)
+	}
+	return t
+}
+
+// find returns the head's sample at t.
+func (h *headBuf[S]) find(k kind[S], t int64) (S, bool) {
+	var zero S
+	p := h.p
+	if p == nil {
+		return zero, false
+	}
+	if i, ok := find(k, p.ss, t); ok {
+		return p.ss[i], true
+	}
+	if p.n() > 0 && t <= p.maxT {
+		it := p.c.Iterator(nil)
+		if it.Seek(t) == chunkenc.ValFloat {
+			if st, v := it.At(); st == t {
+				return k.fromXOR(st, v), true
+			}
+		}
+	}
+	return zero, false
+}
+
+// inRange appends the head's samples within [mint, maxt] to dst, in
+// timestamp order.
+func (h *headBuf[S]) inRange(k kind[S], dst []S, mint, maxt int64) []S {
+	if h.p == nil {
+		return dst
+	}
+	base := len(dst)
+	dst = decodeHeadXOR(k, dst, h.p, mint, maxt)
+	split := len(dst)
+	dst = inRange(k, dst, h.p.ss, mint, maxt)
+	if split > base && split < len(dst) && k.ts(dst[split]) < k.ts(dst[split-1]) {
+		// Out-of-order samples interleave with the chunk's: timestamps are
+		// unique, so a sort by timestamp is the merge.
+		part := dst[base:]
+		slices.SortFunc(part, func(a, b S) int { return cmpInt64(k.ts(a), k.ts(b)) })
+	}
+	return dst
+}
+
+// all appends every head sample to dst in timestamp order.
+func (h *headBuf[S]) all(k kind[S], dst []S) []S {
+	return h.inRange(k, dst, math.MinInt64, math.MaxInt64)
+}
+
+// add stores smp unless the head holds its timestamp; it returns whether
+// it did and how the head's bytes changed.
+func (h *headBuf[S]) add(k kind[S], smp S) (bool, int64) {
+	if _, found := h.find(k, k.ts(smp)); found {
+		return false, 0
+	}
+	return true, h.addNew(k, smp, false)
+}
+
+// addNew stores smp, whose timestamp the head does not hold, and returns
+// how the head's bytes changed: into the chunk when it is newer than
+// everything held (and the chunk has room), beside it otherwise; a kind
+// with a chunk starts one once its side holds xorHeadMinChunk samples,
+// unless lazy: the WAL replay leaves that to the first sample after it,
+// so a restart does not wait for every replayed head's encoding (the
+// side slice holds them in order meanwhile, counted at kind.size).
+func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
+	if h.p == nil {
+		h.p = &headParts[S]{}
+	}
+	var b int64
+	if k.xorHead() && !lazy && h.p.app == nil && len(h.p.ss) >= xorHeadMinChunk {
+		b = h.recompress(k)
+	}
+	p, t := h.p, k.ts(smp)
+	if k.xorHead() && p.app != nil && t > p.maxT && p.n() < xorHeadMaxSamples &&
+		(len(p.ss) == 0 || t > k.ts(p.ss[len(p.ss)-1])) {
+		before := p.chunkBytes()
+		p.appendXOR(k, smp)
+		return b + p.chunkBytes() - before
+	}
+	i, _ := find(k, p.ss, t)
+	if i == len(p.ss) {
+		p.ss = append(p.ss, smp)
+	} else {
+		p.ss = slices.Insert(p.ss, i, smp)
+	}
+	b += k.size(smp)
+	if k.xorHead() && p.app != nil && p.n() < xorHeadMaxSamples && len(p.ss) >= xorHeadMaxSide {
+		b += h.recompress(k)
+	}
+	return b
+}
+
+// addNewer stores ss, strictly increasing and newer than everything the
+// head holds, as addNew would one by one; a head that stays a slice takes
+// them in one append.
+func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
+	if h.p == nil {
+		h.p = &headParts[S]{}
+	}
+	var b int64
+	if p := h.p; p.app == nil && (lazy || !k.xorHead() || len(p.ss)+len(ss) <= xorHeadMinChunk) {
+		p.ss = append(p.ss, ss...)
+		for _, s := range ss {
+			b += k.size(s)
+		}
+		return b
+	}
+	for _, s := range ss {
+		b += h.addNew(k, s, lazy)
+	}
+	return b
+}
+
+func (p *headParts[S]) appendXOR(k kind[S], smp S) {
+	t, v := k.xorPair(smp)
+	p.app.Append(0, t, v)
+	p.maxT = t
+}
+
+// recompress merges the side samples into a new chunk (as many as it
+// holds) and returns how the head's bytes changed.
+func (h *headBuf[S]) recompress(k kind[S]) int64 {
+	before := h.bytes(k)
+	var all []S
+	if h.p.app == nil {
+		all = h.p.ss // sorted, and build keeps no part of it
+	} else {
+		all = h.all(k, nil)
+	}
+	*h.p = headParts[S]{} // reused by build
+	h.build(k, all)
+	return h.bytes(k) - before
+}
+
+// build fills an empty head (h.p nil or zero) with sorted, distinct
+// samples (it keeps ss when the kind has no chunk).
+func (h *headBuf[S]) build(k kind[S], ss []S) {
+	if len(ss) == 0 {
+		h.p = nil
+		return
+	}
+	if h.p == nil {
+		h.p = &headParts[S]{}
+	}
+	if !k.xorHead() {
+		h.p.ss = ss
+		return
+	}
+	n := min(len(ss), xorHeadMaxSamples)
+	h.p.startChunk()
+	for _, s := range ss[:n] {
+		h.p.appendXOR(k, s)
+	}
+	if n < len(ss) {
+		h.p.ss = slices.Clone(ss[n:])
+	}
+}
+
+// take empties the head and returns its samples in timestamp order.
+func (h *headBuf[S]) take(k kind[S]) []S {
+	p := h.p
+	h.p = nil
+	switch {
+	case p == nil:
+		return nil
+	case p.app == nil:
+		return p.ss // already sorted; no copy
+	}
+	return (&headBuf[S]{p}).all(k, make([]S, 0, len(p.ss)+p.n()))
+}
+
+// deleteFunc drops the samples del reports, returning how many and how
+// the head's bytes changed.
+func (h *headBuf[S]) deleteFunc(k kind[S], del func(S) bool) (int, int64) {
+	n := h.len()
+	if n == 0 {
+		return 0, 0
+	}
+	before := h.bytes(k)
+	if h.p.app == nil {
+		h.p.ss = slices.DeleteFunc(h.p.ss, del)
+		if len(h.p.ss) == 0 {
+			h.p = nil
+		}
+		return n - h.len(), h.bytes(k) - before
+	}
+	kept := slices.DeleteFunc(h.all(k, nil), del)
+	if len(kept) == n {
+		return 0, 0
+	}
+	h.p = nil
+	h.build(k, kept)
+	return n - h.len(), h.bytes(k) - before
+}
+
+// growSide makes room for n more uncompressed samples (replay).
+func (h *headBuf[S]) growSide(n int) {
+	if h.p == nil {
+		h.p = &headParts[S]{}
+	}
+	h.p.ss = slices.Grow(h.p.ss, n)
+}
