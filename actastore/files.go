@@ -69,6 +69,12 @@ func readFileStarts[S any](k kind[S], rc *readerCache, path string, mint, maxt i
 		return 0, 0, false, err
 	}
 	defer done()
+	if remote && st != nil && st.localOnly {
+		// The local copy went between the listing and the open (the
+		// tier evicted it): a local-only read must not fetch it; the
+		// caller treats it as missing and lists again.
+		return 0, 0, false, fmt.Errorf("%w: %s is in the object store only", os.ErrNotExist, path)
+	}
 	return readOpened(k, r, remote, mint, maxt, st, fn)
 }
 
