@@ -70,7 +70,7 @@ type Options struct {
 	// limit at start-up); default half that limit, 4096 to 65536
 	// (readers_limit_unix.go), negative: none.
 	MaxOpenReaders int
-	// WarmReaders opens, in the background after Open, the newest file
+	// WarmReaders opens, in the background after Open, the two newest files
 	// of every series into the reader cache, up to 90 % of its bounds
 	// (readers_warm.go): the first queries after a restart then find
 	// their files open. Off in the zero Options; the server turns it on.

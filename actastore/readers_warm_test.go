@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/acta-remote/acta-remote/rotation"
 )
 
 // After a restart with WarmReaders, the newest file of each series (floats
@@ -86,5 +88,49 @@ func TestWarmReadersAfterRestart(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if n, _ := small.readers.stats(); n != 7 {
 		t.Fatalf("%d readers warmed with a bound of 8, want 7", n)
+	}
+}
+
+// Warming opens each series' two newest files (newest first, for every
+// series), not older ones: a range across a day boundary finds both open.
+func TestWarmReadersTwoNewestFiles(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{MaintenanceInterval: -1, Rotation: rotation.Policy{Period: time.Hour}}
+	s := openT(t, dir, opts)
+	for f := range 3 { // three hourly files a series
+		var batch []SeriesSamples
+		for i := range 4 {
+			batch = append(batch, SeriesSamples{Labels: labels.FromStrings("__name__", "m", "i", fmt.Sprint(i)),
+				Samples: []Sample{{T: int64(f)*3_600_000 + 1000, V: float64(i)}}})
+		}
+		mustAppend(t, s, batch)
+		if err := s.FlushAll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.WarmReaders, opts.MaxOpenReaders = true, 100
+	w := openT(t, dir, opts)
+	defer w.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for n, _ := w.readers.stats(); n < 8; n, _ = w.readers.stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d readers warmed, want 8 (2 files x 4 series)", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n, _ := w.readers.stats(); n != 8 {
+		t.Fatalf("%d readers warmed, want 8 (the oldest file of each series left closed)", n)
+	}
+	misses := w.readers.misses.Load()
+	got := selectAll(t, w, 3_600_000, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "i", "2"))
+	if v := got[`{__name__="m", i="2"}`]; len(v) != 2 || v[0] != (Sample{T: 3_601_000, V: 2}) || v[1] != (Sample{T: 7_201_000, V: 2}) {
+		t.Fatalf("read %v", got)
+	}
+	if d := w.readers.misses.Load() - misses; d != 0 {
+		t.Fatalf("a read of the two newest files opened %d files", d)
 	}
 }
