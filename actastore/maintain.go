@@ -259,6 +259,9 @@ func (s *Store) removeFile(k interface{ id() kindID }, ms *memSeries, path strin
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return 0, fmt.Errorf("delete series %016x file %s: %w", ms.ref, path, err)
 	}
+	// Again: a read between the two may have kept the chunks of the file
+	// just removed (xorcache_kept.go).
+	s.readers.invalidate(path)
 	s.maint.forget(path)
 	return freed, nil
 }

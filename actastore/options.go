@@ -82,9 +82,10 @@ type Options struct {
 	MaxQuerySeries  int   // per Select; 0 means unlimited
 	MaxQuerySamples int64 // per Select; 0 means unlimited
 
-	// MaxChunkCacheBytes bounds the XOR chunks streamed remote reads keep
-	// on cached readers, so that a file read again is not decoded and
-	// encoded again (xorcache.go); default 128 MiB, negative: none.
+	// MaxChunkCacheBytes bounds the XOR chunks of float files that
+	// streamed remote reads keep (by path, apart from the open readers),
+	// so that a file read again is neither opened nor decoded and encoded
+	// again (xorcache.go); default 128 MiB, negative: none.
 	MaxChunkCacheBytes int64
 
 	// FlushZstd compresses head-flushed blocks with Zstandard at

@@ -48,10 +48,14 @@ type readerCache struct {
 	hits, misses, evictions atomic.Int64
 	refused                 atomic.Int64 // opens not cached: not read more often than the readers they would evict
 
-	// maxChunkBytes bounds the XOR chunks kept on cached readers
-	// (xorcache.go); chunkBytes is what they hold. 0: none kept.
+	// maxChunkBytes bounds the XOR chunks kept of float files
+	// (xorcache.go, xorcache_kept.go); chunkBytes is what they hold. 0:
+	// none kept. kept maps a path to its element in keptLL (of
+	// *keptFile, most recent at the front); both nil until the first.
 	maxChunkBytes int64
 	chunkBytes    int64
+	kept          map[string]*list.Element
+	keptLL        *list.List
 	chunkHits     atomic.Int64
 	chunkBuilds   atomic.Int64
 
@@ -72,10 +76,6 @@ type cachedReader struct {
 	stale  bool   // out of the cache: close when refs drop to 0
 	remote bool   // reads go to the object store
 	solo   bool   // not in the cache: used by one read, closed after
-	// chunks are the file's samples as XOR chunks once a streamed read
-	// built them (xorcache.go); nil until then. Guarded by
-	// readerCache.mu; immutable once set.
-	chunks *fileChunks
 }
 
 // readerIndexBytes estimates what an open reader holds: its block index
@@ -240,16 +240,13 @@ func (c *readerCache) dropLocked(el *list.Element) {
 	c.ll.Remove(el)
 	delete(c.m, cr.path)
 	c.bytes -= cr.bytes
-	if cr.chunks != nil {
-		c.chunkBytes -= cr.chunks.bytes
-	}
 	cr.stale = true
 	if cr.refs == 0 {
 		cr.r.Close()
 	}
 }
 
-// invalidate drops the reader of a file that changed.
+// invalidate drops the reader and the kept chunks of a file that changed.
 func (c *readerCache) invalidate(path string) {
 	if c == nil {
 		return
@@ -259,6 +256,7 @@ func (c *readerCache) invalidate(path string) {
 	if el, ok := c.m[path]; ok {
 		c.dropLocked(el)
 	}
+	c.forgetKeptLocked(path)
 	c.mu.Unlock()
 }
 
@@ -272,7 +270,8 @@ func (c *readerCache) stats() (int, int64) {
 	return c.ll.Len(), c.bytes
 }
 
-// closeAll closes every reader no one holds (at Close).
+// closeAll closes every reader no one holds and drops the kept chunks
+// (at Close).
 func (c *readerCache) closeAll() {
 	if c == nil {
 		return
@@ -280,6 +279,9 @@ func (c *readerCache) closeAll() {
 	c.mu.Lock()
 	for c.ll.Len() > 0 {
 		c.dropLocked(c.ll.Back())
+	}
+	for el := c.back(); el != nil; el = c.back() {
+		c.dropKeptLocked(el)
 	}
 	c.mu.Unlock()
 }

@@ -79,15 +79,33 @@ func TestWarmReadersAfterRestart(t *testing.T) {
 		t.Fatalf("a query of a warmed series opened %d files", d)
 	}
 
-	// 90 % of the bound: 7 of 8.
+	// 90 % of the bound: 7 readers of 8; the chunks of all 10 float
+	// files (3 of them opened out of the cache for their chunks), and a
+	// streamed read of everything then opens nothing.
 	if err := warm.Close(); err != nil {
 		t.Fatal(err)
 	}
 	small := openT(t, dir, Options{MaintenanceInterval: -1, MaxOpenReaders: 8, WarmReaders: true})
 	defer small.Close()
-	time.Sleep(200 * time.Millisecond)
-	if n, _ := small.readers.stats(); n != 7 {
-		t.Fatalf("%d readers warmed with a bound of 8, want 7", n)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, _, builds := small.readers.chunkStats(); builds == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("warming did not build the 10 float files' chunks")
+		}
+	}
+	if n, _ := small.readers.stats(); n != 7 || small.readers.misses.Load() != 7 {
+		t.Fatalf("%d readers warmed with a bound of 8 (%d misses), want 7", n, small.readers.misses.Load())
+	}
+	parts, chunks = selectParts(t, small, true, math.MinInt64, math.MaxInt64)
+	if v := parts[`{__name__="m", i="9"}`]; len(v) != 1 || v[0] != (Sample{T: 1000, V: 9}) || chunks != 10 {
+		t.Fatalf("streamed read of every file: %v, %d chunks", v, chunks)
+	}
+	// At most the histogram file is opened (histograms are not kept as
+	// chunks), when warming did not reach it.
+	if _, hits, _ := small.readers.chunkStats(); hits != 10 || small.readers.misses.Load() > 8 {
+		t.Fatalf("streamed read of every float file: %d kept-chunk hits, %d misses; want 10 and the 7 warmed (8 with the histogram file)", hits, small.readers.misses.Load())
 	}
 }
 

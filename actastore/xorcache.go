@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/acta-remote/acta-remote/acta"
@@ -14,15 +15,16 @@ import (
 // Decoding a file's Acta blocks to float64 and encoding them again as XOR
 // is most of the CPU of a read of many series, and a file that does not
 // change gives the same chunks every time: so the chunks of a file, once
-// built, are kept on its cached reader. They live and die with it: the
-// store invalidates a file's reader before a flush, a compaction, a merge,
-// a deletion or retention changes the file (readers.go), which drops the
-// chunks too, and a reader holds one snapshot of its file, so chunks built
-// from it are that snapshot's. The chunks' bytes are bounded apart from
-// the readers' (Options.MaxChunkCacheBytes); once the bound is reached,
-// further files are read as before (decoded per read) instead of pushing
-// out chunks a query is cycling through: an LRU smaller than a wide
-// query's working set would never hit.
+// built, are kept, by path (xorcache_kept.go). The store invalidates a
+// file's path before a flush, a compaction, a merge, a deletion or
+// retention changes what reads see of it (readers.go), which drops its
+// chunks too, and chunks are kept only when built from a reader opened
+// after the last invalidation. Their bytes are bounded apart from the
+// readers' (Options.MaxChunkCacheBytes), with the readers' admission rule:
+// once the bound is reached, a file read no more often than what is kept
+// is read as before (decoded per read) instead of pushing out chunks a
+// query is cycling through: an LRU smaller than a wide query's working set
+// would never hit.
 
 // ChunkSamples is the number of samples in each XOR chunk Select hands
 // out (the last of a file's may hold fewer): Prometheus's head chunk size,
@@ -154,16 +156,25 @@ func covers(r *acta.Reader, mint, maxt int64) bool {
 	return rows > 0 && rows <= maxKeptRows && mint <= lo && maxt >= hi
 }
 
-// cachedChunks returns the XOR chunks of the float file at path, from its
-// cached reader or, when the read of [mint, maxt] covers the file (covers)
-// and the bound allows, built now and kept there. nil without error: not kept and not built (the caller
-// decodes the file as usual). Files in the object store are not built: a
-// read there fetches only the blocks in its range, building would fetch
-// them all.
+// cachedChunks returns the XOR chunks of the float file at path: kept
+// ones (no reader opened), or, when the read of [mint, maxt] covers the
+// file (covers), built now and kept if the bound and admission allow. nil
+// without error: not kept and not built (the caller decodes the file as
+// usual). Files in the object store are not built: a read there fetches
+// only the blocks in its range, building would fetch them all.
 func (c *readerCache) cachedChunks(path string, mint, maxt int64, st *readStats) (*fileChunks, error) {
 	if c == nil || c.maxOpen <= 0 || c.maxChunkBytes <= 0 {
 		return nil, nil
 	}
+	h := xxhash.Sum64String(path)
+	c.mu.Lock()
+	if fc, ok := c.keptLocked(path); ok {
+		c.mu.Unlock()
+		c.chunkHits.Add(1)
+		return fc, nil
+	}
+	gen, reads, epoch := c.gens[h%uint64(len(c.gens))], c.freq.estimate(h), c.freq.halvings
+	c.mu.Unlock()
 	// Counted as a read only where no decoding read of the file follows
 	// (which counts itself): a file read once a pass is counted once.
 	cr, done, err := c.acquire(path, false)
@@ -171,39 +182,27 @@ func (c *readerCache) cachedChunks(path string, mint, maxt int64, st *readStats)
 		return nil, err
 	}
 	defer done()
-	c.mu.Lock()
-	fc, room := cr.chunks, c.chunkBytes < c.maxChunkBytes
-	if fc != nil {
-		c.countLocked(cr)
-	}
-	c.mu.Unlock()
-	if fc != nil {
-		c.chunkHits.Add(1)
-		return fc, nil
-	}
-	if !room || cr.solo || cr.remote || !covers(cr.r, mint, maxt) {
+	if cr.remote || !covers(cr.r, mint, maxt) {
 		return nil, nil
 	}
 	c.mu.Lock()
 	c.countLocked(cr)
 	c.mu.Unlock()
-	return c.buildKept(cr, st)
+	return c.buildKept(cr.r, path, h, gen, reads, epoch, st)
 }
 
-// buildKept builds the chunks of cr's file and keeps them on cr when the
-// bound allows. A reader dropped meanwhile (its file changed) keeps its
-// snapshot: the chunks serve the read that built them and are not kept.
-func (c *readerCache) buildKept(cr *cachedReader, st *readStats) (*fileChunks, error) {
-	fc, err := buildFileChunks(cr.r, cr.remote, st)
+// buildKept builds the chunks of r's local file at path and keeps them
+// when keepLocked allows (gen: the path's stripe's generation before r
+// was acquired; reads, epoch: the file's count before this read). Chunks
+// not kept serve the read that built them.
+func (c *readerCache) buildKept(r *acta.Reader, path string, h, gen uint64, reads uint8, epoch uint64, st *readStats) (*fileChunks, error) {
+	fc, err := buildFileChunks(r, false, st)
 	if err != nil {
 		return nil, err
 	}
 	c.chunkBuilds.Add(1)
 	c.mu.Lock()
-	if !cr.stale && cr.chunks == nil && c.chunkBytes+fc.bytes <= c.maxChunkBytes {
-		cr.chunks = fc
-		c.chunkBytes += fc.bytes
-	}
+	c.keepLocked(path, h, gen, reads, epoch, fc)
 	c.mu.Unlock()
 	return fc, nil
 }
@@ -224,13 +223,13 @@ func (c *readerCache) chunkStats() (bytes, hits, builds int64) {
 func chunkCacheMetrics(rc func() *readerCache) []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "acta_store_kept_chunk_bytes", Help: "Bytes of XOR chunks kept on cached readers for streamed remote reads (bounded by Options.MaxChunkCacheBytes).",
+			Name: "acta_store_kept_chunk_bytes", Help: "Bytes of XOR chunks of series files kept for streamed remote reads (bounded by Options.MaxChunkCacheBytes).",
 		}, func() float64 { b, _, _ := rc().chunkStats(); return float64(b) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "acta_store_kept_chunk_hits_total", Help: "Series file reads of streamed remote reads served from kept XOR chunks.",
 		}, func() float64 { _, h, _ := rc().chunkStats(); return float64(h) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "acta_store_kept_chunk_builds_total", Help: "Series files whose XOR chunks a streamed remote read built (kept if the bound allowed).",
+			Name: "acta_store_kept_chunk_builds_total", Help: "Series files whose XOR chunks a streamed remote read or the warm-up after a start built (kept if the bound and admission allowed).",
 		}, func() float64 { _, _, n := rc().chunkStats(); return float64(n) }),
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/acta-remote/acta-remote/actastore"
 	"github.com/acta-remote/acta-remote/internal/testkit"
+	"github.com/acta-remote/acta-remote/rotation"
 )
 
 // acta-bench's every-series read at its default size: 10,000 series × 6 h
@@ -100,8 +101,12 @@ var (
 )
 
 // openWide returns the server of a store holding the wide data: "head"
-// (nothing flushed), or "sealed" (flushed, then compacted and typed by a
-// maintenance pass, as acta-bench reads it after its settle and restart).
+// (nothing flushed), "sealed" (flushed, then compacted and typed by a
+// maintenance pass, as acta-bench reads it after its settle and restart;
+// one day file a series), or "sealed-2days": the same with the 6 h
+// across a midnight (UTC), two day files a series, as acta-bench's data
+// is when it runs within 6 h after midnight, and 5,000 readers for its
+// 20,000 files.
 func openWide(b *testing.B, state string) *wideStore {
 	wideMu.Lock()
 	defer wideMu.Unlock()
@@ -112,6 +117,12 @@ func openWide(b *testing.B, state string) *wideStore {
 		MaxQuerySamples: 0, Compaction: actastore.CompactionOptions{ZstdLevel: 9}, MaintenanceInterval: -1}
 	if state == "head" {
 		opts.BlockRows, opts.MaxHeadAge = 1<<20, 1000*time.Hour
+	}
+	if state == "sealed-2days" {
+		// A quarter of its files: "sealed", open in the same process,
+		// keeps its default (half the descriptor limit, 10,000 here).
+		opts.MaxOpenReaders = wideSeries / 2
+		opts.Rotation = rotation.Policy{Period: 24 * time.Hour} // the server's default
 	}
 	// The store outlives the sub-benchmark that opened it (others, and
 	// later -count runs, reuse it): TestMain removes it (closeWide). With
@@ -138,7 +149,7 @@ func openWide(b *testing.B, state string) *wideStore {
 	}
 	ws := &wideStore{dir: dir, st: st, kept: keep != ""}
 	wideStores[state] = ws
-	ws.t0 = (time.Now().UnixMilli() - 6*3600_000) / 1000 * 1000
+	ws.t0 = wideStart(state, time.Now())
 	if reuse {
 		t0, err := os.ReadFile(filepath.Join(dir, "complete"))
 		if err != nil {
@@ -164,7 +175,7 @@ func openWide(b *testing.B, state string) *wideStore {
 			b.Fatal(err)
 		}
 	}
-	if state == "sealed" && !reuse {
+	if state != "head" && !reuse {
 		if err := st.FlushAll(); err != nil {
 			b.Fatal(err)
 		}
@@ -197,6 +208,23 @@ func openWide(b *testing.B, state string) *wideStore {
 	return ws
 }
 
+// wideStart is the first timestamp (ms) of the wide data of state, read
+// at now: the last 6 h ("head"; "sealed" too when they are within a UTC
+// day, else 12:00-18:00 the day before), or 21:00 two days before to
+// 03:00 the day before ("sealed-2days").
+func wideStart(state string, now time.Time) int64 {
+	now = now.UTC()
+	day := now.Truncate(24 * time.Hour)
+	t0 := now.Add(-6 * time.Hour)
+	switch {
+	case state == "sealed-2days":
+		t0 = day.Add(-27 * time.Hour)
+	case state == "sealed" && t0.Before(day):
+		t0 = day.Add(-12 * time.Hour)
+	}
+	return t0.UnixMilli() / 1000 * 1000
+}
+
 // closeWide closes and removes the wide stores (TestMain).
 func closeWide() {
 	wideMu.Lock()
@@ -220,7 +248,7 @@ func closeWide() {
 // answer is decoded with Prometheus's remote-read client code and every
 // sample compared bit for bit.
 func BenchmarkReadWide(b *testing.B) {
-	for _, state := range []string{"head", "sealed"} {
+	for _, state := range []string{"head", "sealed", "sealed-2days"} {
 		for _, typ := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS, prompb.ReadRequest_SAMPLES} {
 			b.Run(state+"/"+typ.String(), func(b *testing.B) {
 				ws := openWide(b, state)
@@ -264,28 +292,32 @@ func BenchmarkReadWide(b *testing.B) {
 // the sealed wide data: a regular expression of 1,000 alternatives, the
 // last hour, streamed.
 func BenchmarkReadWideNarrow(b *testing.B) {
-	ws := openWide(b, "sealed")
-	alts := make([]string, 1000)
-	for i := range alts {
-		alts[i] = fmt.Sprint(i * 7 % wideSeries)
+	for _, state := range []string{"sealed", "sealed-2days"} {
+		b.Run(state, func(b *testing.B) {
+			ws := openWide(b, state)
+			alts := make([]string, 1000)
+			for i := range alts {
+				alts[i] = fmt.Sprint(i * 7 % wideSeries)
+			}
+			body := testkit.ReadRequest([]prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
+				q(ws.t0+5*3600_000, ws.t0+6*3600_000, m(prompb.LabelMatcher_EQ, "job", "node"), m(prompb.LabelMatcher_RE, "series", strings.Join(alts, "|"))))
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				resp, err := http.Post(ws.url, "application/x-protobuf", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d, %v", resp.StatusCode, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/read")
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/read")
+		})
 	}
-	body := testkit.ReadRequest([]prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
-		q(ws.t0+5*3600_000, ws.t0+6*3600_000, m(prompb.LabelMatcher_EQ, "job", "node"), m(prompb.LabelMatcher_RE, "series", strings.Join(alts, "|"))))
-	b.ReportAllocs()
-	cpu0 := cpuTime()
-	for b.Loop() {
-		resp, err := http.Post(ws.url, "application/x-protobuf", bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d, %v", resp.StatusCode, err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/read")
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/read")
 }
 
 // checkWide decodes an answer and compares every sample with the data.

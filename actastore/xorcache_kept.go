@@ -1,0 +1,115 @@
+package actastore
+
+import (
+	"container/list"
+)
+
+// The kept XOR chunks (xorcache.go) are held by path, apart from the
+// readers: a file's chunks stay when its reader is evicted, and a read
+// that finds them opens nothing. When a store has more files than the
+// reader cache holds (two day files a series, a day after a restart), a
+// wide streamed read used to open half its files afresh every time (the
+// readers refused admission: a cyclic scan's tie) and, its chunks being
+// tied to a cached reader, decode and encode them again too; now every
+// file whose chunks fit the bound is served from memory. They are
+// dropped with the reader, by invalidate, before a change to the file
+// becomes visible (readers.go), and built only from a reader opened
+// after the last invalidation of the path's stripe (gens), so they are
+// always the file's current samples.
+//
+// Bounded by bytes (Options.MaxChunkCacheBytes), least recently used
+// out, with the readers' admission rule (readers_admit.go): once full,
+// a file's chunks are kept only if it was read more often lately than
+// every file whose chunks they would push out; a cyclic scan wider than
+// the bound keeps hitting the chunks it has.
+
+// keptFile is one float file's kept chunks.
+type keptFile struct {
+	path  string
+	hash  uint64 // xxhash of path
+	fc    *fileChunks
+	bytes int64 // fc.bytes and the entry's own
+}
+
+// keptEntryBytes is a keptFile's own size beside its path: the entry,
+// its list element and map slot.
+const keptEntryBytes = 160
+
+// keptLocked returns path's kept chunks, counting the read and marking
+// them recently used; nil when none are kept.
+func (c *readerCache) keptLocked(path string) (*fileChunks, bool) {
+	el, ok := c.kept[path]
+	if !ok {
+		return nil, false
+	}
+	c.keptLL.MoveToFront(el)
+	kf := el.Value.(*keptFile)
+	c.freq.add(kf.hash)
+	return kf.fc, true
+}
+
+// keepLocked keeps fc as the chunks of path, built from a reader opened
+// after gen was the path's stripe's generation, when no invalidation came
+// since, none are kept already, and the bound and admission allow (reads:
+// the file's count before this read, taken at halvings epoch).
+func (c *readerCache) keepLocked(path string, h, gen uint64, reads uint8, epoch uint64, fc *fileChunks) bool {
+	if c.gens[h%uint64(len(c.gens))] != gen {
+		return false
+	}
+	if _, ok := c.kept[path]; ok {
+		return false
+	}
+	kf := &keptFile{path: path, hash: h, fc: fc, bytes: fc.bytes + keptEntryBytes + int64(len(path))}
+	if !c.admitChunksLocked(kf.bytes, c.freq.aged(reads, epoch)) {
+		return false
+	}
+	for c.chunkBytes+kf.bytes > c.maxChunkBytes {
+		c.dropKeptLocked(c.keptLL.Back())
+	}
+	if c.kept == nil {
+		c.kept, c.keptLL = make(map[string]*list.Element), list.New()
+	}
+	c.kept[path] = c.keptLL.PushFront(kf)
+	c.chunkBytes += kf.bytes
+	return true
+}
+
+// admitChunksLocked is admitLocked for kept chunks: there is room for
+// bytes, or every file whose chunks would go (least recently used first)
+// was read fewer times lately.
+func (c *readerCache) admitChunksLocked(bytes int64, reads uint8) bool {
+	if bytes > c.maxChunkBytes {
+		return false
+	}
+	b := c.chunkBytes
+	for el := c.back(); b+bytes > c.maxChunkBytes; el = el.Prev() {
+		kf := el.Value.(*keptFile)
+		if c.freq.estimate(kf.hash) >= reads {
+			return false
+		}
+		b -= kf.bytes
+	}
+	return true
+}
+
+// back is the least recently used kept file's element (nil: none).
+func (c *readerCache) back() *list.Element {
+	if c.keptLL == nil {
+		return nil
+	}
+	return c.keptLL.Back()
+}
+
+func (c *readerCache) dropKeptLocked(el *list.Element) {
+	kf := el.Value.(*keptFile)
+	c.keptLL.Remove(el)
+	delete(c.kept, kf.path)
+	c.chunkBytes -= kf.bytes
+}
+
+// forgetKeptLocked drops path's kept chunks (invalidate).
+func (c *readerCache) forgetKeptLocked(path string) {
+	if el, ok := c.kept[path]; ok {
+		c.dropKeptLocked(el)
+	}
+}

@@ -1,0 +1,150 @@
+package actastore
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// keptStore is a store of n float series files of the same two samples
+// (so every file's chunks cost the same), readers bounded to readers,
+// kept chunks to chunkBytes (0: the default).
+func keptStore(t *testing.T, n, readers int, chunkBytes int64) *Store {
+	t.Helper()
+	s := openT(t, t.TempDir(), Options{MaxOpenReaders: readers, MaxChunkCacheBytes: chunkBytes, MaintenanceInterval: -1, Logger: quiet})
+	t.Cleanup(func() { s.Close() })
+	var batch []SeriesSamples
+	for i := range n {
+		batch = append(batch, SeriesSamples{Labels: admitLabels(i), Samples: []Sample{{T: 1000, V: 1}, {T: 2000, V: 1.5}}})
+	}
+	mustAppend(t, s, batch)
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// streamOne reads series i streamed and returns its samples and how many
+// came as kept chunks.
+func streamOne(t *testing.T, s *Store, i int) ([]Sample, int) {
+	t.Helper()
+	ss := s.Select(WithXORChunks(ctx), math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "i", fmt.Sprintf("%02d", i)))
+	defer ss.Close()
+	var got []Sample
+	chunks := 0
+	for ss.Next() {
+		parts := ss.At().(ChunkedSeries).FloatParts()
+		for _, p := range parts {
+			chunks += len(p.Chunks)
+		}
+		ps, err := samplesOfParts(parts, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ps...)
+	}
+	if ss.Err() != nil {
+		t.Fatal(ss.Err())
+	}
+	return got, chunks
+}
+
+// Chunks are kept apart from the readers: with two readers for eight
+// files, a second streamed read of everything takes every file's chunks
+// and opens nothing; a flush into a file and a deletion in another, whose
+// readers were evicted long before, drop those files' chunks, and the
+// next read has the new samples, bit for bit.
+func TestKeptChunksOutliveReaders(t *testing.T) {
+	s := keptStore(t, 8, 2, 0)
+	want, _ := selectParts(t, s, false, math.MinInt64, math.MaxInt64)
+	if got, chunks := selectParts(t, s, true, math.MinInt64, math.MaxInt64); chunks != 8 {
+		t.Fatalf("first streamed read: %d chunks, want 8", chunks)
+	} else {
+		sameSamples(t, "first", got, want)
+	}
+	misses := s.readers.misses.Load()
+	got, chunks := selectParts(t, s, true, math.MinInt64, math.MaxInt64)
+	sameSamples(t, "second", got, want)
+	if d := s.readers.misses.Load() - misses; d != 0 || chunks != 8 {
+		t.Fatalf("second streamed read: %d files opened, %d chunks; want 0 and 8", d, chunks)
+	}
+	if open, _ := s.readers.stats(); open > 2 {
+		t.Fatalf("%d readers open, bound 2", open)
+	}
+
+	// Series 5 gets a sample flushed into its file; series 6 loses one.
+	mustAppend(t, s, []SeriesSamples{{Labels: admitLabels(5), Samples: []Sample{{T: 3000, V: math.Float64frombits(0x7ff0000000000002)}}}})
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteSeries(ctx, 1000, 1000, labels.MustNewMatcher(labels.MatchEqual, "i", "06")); err != nil {
+		t.Fatal(err)
+	}
+	k5, k6 := admitLabels(5).String(), admitLabels(6).String()
+	want[k5] = append(want[k5], Sample{T: 3000, V: math.Float64frombits(0x7ff0000000000002)})
+	want[k6] = want[k6][1:]
+	for pass := range 2 {
+		got, _ := selectParts(t, s, true, math.MinInt64, math.MaxInt64)
+		sameSamples(t, fmt.Sprintf("after the changes, pass %d", pass), got, want)
+		plain, _ := selectParts(t, s, false, math.MinInt64, math.MaxInt64)
+		sameSamples(t, "plain read after the changes", plain, want)
+	}
+}
+
+// With the chunk bound below the files a cyclic scan reads, the chunks
+// kept in the first pass stay: every later pass hits the same files and
+// builds the others' chunks without keeping them (a tie). A file read
+// more often than the scan's out-counts them and is kept, pushing out the
+// least recently used.
+func TestKeptChunksScanWiderThanBound(t *testing.T) {
+	const files, fit, passes = 16, 6, 4
+	one := keptStore(t, 1, 100, 0)
+	streamOne(t, one, 0)
+	per, _, _ := one.readers.chunkStats()
+	bound := fit*per + per/2
+	s := keptStore(t, files, 100, bound)
+	read := func(i int) (hit bool) {
+		_, h0, _ := s.readers.chunkStats()
+		got, _ := streamOne(t, s, i)
+		if len(got) != 2 || got[0] != (Sample{T: 1000, V: 1}) || got[1] != (Sample{T: 2000, V: 1.5}) {
+			t.Fatalf("series %d: %v", i, got)
+		}
+		if kept, _, _ := s.readers.chunkStats(); kept > bound {
+			t.Fatalf("%d bytes kept, bound %d", kept, bound)
+		}
+		_, h1, _ := s.readers.chunkStats()
+		return h1 > h0
+	}
+	for pass := range passes {
+		var hits []int
+		for i := range files {
+			if read(i) {
+				hits = append(hits, i)
+			}
+		}
+		want := []int{0, 1, 2, 3, 4, 5}
+		if pass == 0 {
+			want = nil
+		}
+		if !slices.Equal(hits, want) {
+			t.Fatalf("pass %d: kept chunks hit for series %v, want %v", pass, hits, want)
+		}
+	}
+	if _, _, builds := s.readers.chunkStats(); builds != fit+passes*(files-fit) {
+		t.Fatalf("%d builds, want %d", builds, fit+passes*(files-fit))
+	}
+	// Series 15 was read once a pass, as the kept ones: a tie, refused;
+	// read once more it out-counts them, is kept, and hits after.
+	if read(15) || read(15) {
+		t.Fatal("series 15 hit before it out-counted the kept files")
+	}
+	if !read(15) {
+		t.Fatal("series 15, read more often than every kept file, was not kept")
+	}
+	if read(0) {
+		t.Fatal("series 0, the least recently used, still kept")
+	}
+}
