@@ -87,15 +87,7 @@ func decodeHeadXOR[S any](k kind[S], dst []S, p *headParts[S], mint, maxt int64)
 	if p.n() == 0 || p.maxT < mint {
 		return dst
 	}
-	it := p.c.Iterator(nil)
-	vt := it.Seek(mint)
-	for ; vt == chunkenc.ValFloat; vt = it.Next() {
-		t, v := it.At()
-		if t > maxt {
-			break
-		}
-		dst = append(dst, k.fromXOR(t, v))
-	}
+	dst, _ = appendXOR(k, dst, p.c.Iterator(nil), mint, maxt) // a chunk being appended to cannot be corrupt
 	return dst
 }
 

@@ -232,6 +232,26 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 			}
 		}
 		path := filePath(s.dir, k, ms.ref, f.start)
+		if k.xorHead() {
+			if fc := s.readers.keptPlain(path); fc != nil {
+				// Its kept XOR chunks, not the file (select_kept.go).
+				run, err := keptRun(k, fc, mint, maxt)
+				if err != nil {
+					return nil, nil, listed, false, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
+				}
+				if len(run) > 0 {
+					runs = append(runs, run)
+				}
+				if len(fc.chunks) > 0 && !f.minKnown && f.sealed {
+					ms.mu.Lock()
+					if slices.Contains(tr.files, f.start) {
+						noteFileMin(tr, f.start, fc.chunks[0].MinT)
+					}
+					ms.mu.Unlock()
+				}
+				continue
+			}
+		}
 		lo, _, ok, err := readFileStarts(k, s.readers, path, mint, maxt, st, func(run []S, sts []StartTime) error {
 			runs = append(runs, run)
 			if len(sts) > 0 {

@@ -3,6 +3,7 @@ package actastore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -98,15 +99,7 @@ func decodeXOR(dst []Sample, data []byte) ([]Sample, error) {
 	if err != nil {
 		return dst, fmt.Errorf("cannot read kept XOR chunk: %w", err)
 	}
-	it := c.Iterator(nil)
-	for it.Next() == chunkenc.ValFloat {
-		t, v := it.At()
-		dst = append(dst, Sample{T: t, V: v})
-	}
-	if err := it.Err(); err != nil {
-		return dst, fmt.Errorf("cannot read kept XOR chunk: %w", err)
-	}
-	return dst, nil
+	return appendXOR(floats, dst, c.Iterator(nil), math.MinInt64, math.MaxInt64)
 }
 
 // samplesOfParts is every sample of parts, chunks decoded.

@@ -77,6 +77,9 @@ func wantsXORChunks(ctx context.Context) bool {
 type fileChunks struct {
 	chunks []XORChunk
 	bytes  int64 // what they cost: data and headers
+	// starts: the file holds start timestamps, which the chunks leave
+	// out (plain reads then read the file: select_kept.go).
+	starts bool
 }
 
 // chunkHeaderBytes is an XORChunk's own size.
@@ -87,15 +90,19 @@ const chunkHeaderBytes = 48
 // the object store.
 func buildFileChunks(r *acta.Reader, remote bool, st *readStats) (*fileChunks, error) {
 	var runs [][]Sample
+	starts := false
 	// Start timestamps are left out: a streamed answer has no place for
 	// them (Select does not hand out chunks with StartTimeZeroSamples).
-	if _, _, _, err := readOpened(floats, r, remote, math.MinInt64, math.MaxInt64, st, func(run []Sample, _ []StartTime) error {
+	if _, _, _, err := readOpened(floats, r, remote, math.MinInt64, math.MaxInt64, st, func(run []Sample, sts []StartTime) error {
 		runs = append(runs, run)
+		starts = starts || len(sts) > 0
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	return encodeChunks(mergeRuns(floats, runs)), nil
+	fc := encodeChunks(mergeRuns(floats, runs))
+	fc.starts = starts
+	return fc, nil
 }
 
 // encodeChunks encodes sorted samples as XOR chunks in one buffer.
@@ -166,13 +173,15 @@ func (c *readerCache) cachedChunks(path string, mint, maxt int64, st *readStats)
 	if c == nil || c.maxOpen <= 0 || c.maxChunkBytes <= 0 {
 		return nil, nil
 	}
-	h := xxhash.Sum64String(path)
 	c.mu.Lock()
 	if fc, ok := c.keptLocked(path); ok {
 		c.mu.Unlock()
 		c.chunkHits.Add(1)
 		return fc, nil
 	}
+	c.mu.Unlock()
+	h := xxhash.Sum64String(path)
+	c.mu.Lock()
 	gen, reads, epoch := c.gens[h%uint64(len(c.gens))], c.freq.estimate(h), c.freq.halvings
 	c.mu.Unlock()
 	// Counted as a read only where no decoding read of the file follows

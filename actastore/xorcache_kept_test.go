@@ -148,3 +148,58 @@ func TestKeptChunksScanWiderThanBound(t *testing.T) {
 		t.Fatal("series 0, the least recently used, still kept")
 	}
 }
+
+// A plain read (SAMPLES, PromQL) of files whose chunks are kept decodes
+// the chunks: with one reader for four files, after a streamed read it
+// opens nothing, and gives every sample bit for bit (the stale marker,
+// other NaN payloads, ±Inf, -0, subnormals), over the whole span and cut
+// to a range inside a chunk. A file holding start timestamps is read from
+// the file, its start timestamps with it.
+func TestPlainReadFromKeptChunks(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{MaxOpenReaders: 1, MaintenanceInterval: -1, Logger: quiet})
+	defer s.Close()
+	odd := []float64{math.Float64frombits(0x7ff0000000000002), math.Float64frombits(0x7ff8000000000abc), math.Inf(1), math.Inf(-1),
+		math.Copysign(0, -1), math.SmallestNonzeroFloat64, 1 << 53, 0.1}
+	var batch []SeriesSamples
+	for i := range 4 {
+		ss := make([]Sample, 300)
+		for j := range ss {
+			ss[j] = Sample{T: int64(j) * 15000, V: float64(j*i) / 7}
+			if j%9 == 0 {
+				ss[j].V = odd[(i+j)%len(odd)]
+			}
+		}
+		batch = append(batch, SeriesSamples{Labels: admitLabels(i), Samples: ss})
+	}
+	mustAppend(t, s, batch)
+	sts := []StartTime{{T: 1000, ST: 500}}
+	if _, err := s.Commit(ctx, &Batch{Series: []SeriesData{{Labels: stCounter, Samples: []Sample{{T: 1000, V: 3}}, SampleStarts: sts}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	ranges := [][2]int64{{math.MinInt64, math.MaxInt64}, {40 * 15000, 41*15000 + 1}, {-5, 15000 * 150}}
+	var want []map[string][]Sample
+	for _, r := range ranges {
+		w, _ := selectParts(t, s, false, r[0], r[1])
+		want = append(want, w)
+	}
+	if _, chunks := selectParts(t, s, true, math.MinInt64, math.MaxInt64); chunks == 0 {
+		t.Fatal("the streamed read kept no chunks")
+	}
+	misses := s.readers.misses.Load()
+	_, hits0, _ := s.readers.chunkStats()
+	for i, r := range ranges {
+		got, _ := selectParts(t, s, false, r[0], r[1])
+		sameSamples(t, fmt.Sprintf("plain read of %v", r), got, want[i])
+	}
+	_, hits, _ := s.readers.chunkStats()
+	// Only the start-timestamp file, once a read, is opened.
+	if d := s.readers.misses.Load() - misses; d > int64(len(ranges)) || hits-hits0 != int64(4*len(ranges)) {
+		t.Fatalf("plain reads: %d files opened, %d kept-chunk hits; want at most %d and %d", d, hits-hits0, len(ranges), 4*len(ranges))
+	}
+	if g := selectStarts(t, s, math.MinInt64, math.MaxInt64)["st_counter"]; !slices.Equal(g.fsts, sts) || !equalBits(g.floats, []Sample{{T: 1000, V: 3}}) {
+		t.Fatalf("start-timestamp series: %v, starts %v", g.floats, g.fsts)
+	}
+}
