@@ -143,8 +143,9 @@ type StorageConfig struct {
 	// MaxSeries is the cardinality limit; 0 means unlimited.
 	MaxSeries int `yaml:"max_series"`
 	// MemoryBudget (0: none) caps what the limits may add up to: half for
-	// the head (MaxHeadBytes is lowered to fit), half for requests in
-	// flight (Validate refuses max_concurrent x body sizes above it).
+	// the head and the read caches (ReadCacheBytes; MaxHeadBytes is
+	// lowered to fit), half for requests in flight (Validate refuses
+	// max_concurrent x body sizes above it).
 	MemoryBudget ByteSize `yaml:"memory_budget"`
 	// ObjectStore uploads sealed series files to an S3-compatible bucket
 	// and reads them from there (objectstore.go).

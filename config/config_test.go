@@ -182,10 +182,14 @@ otlp: {max_concurrent: 2, max_body_bytes: 4MiB, max_decompressed_bytes: 16MiB}
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Half of 256 MiB, below the default max_head_bytes of 1 GiB; the item
-	// limit stays what is configured.
-	if got := c.MaxHeadBytes(); got != 128<<20 {
-		t.Errorf("MaxHeadBytes() = %d, want %d", got, 128<<20)
+	// Half of 256 MiB less the read caches' share (an eighth and a
+	// sixteenth: 32 and 16 MiB), below the default max_head_bytes of 1 GiB;
+	// the item limit stays what is configured.
+	if got := c.MaxHeadBytes(); got != 80<<20 {
+		t.Errorf("MaxHeadBytes() = %d, want %d", got, 80<<20)
+	}
+	if chunks, readers := c.ReadCacheBytes(); chunks != 32<<20 || readers != 16<<20 {
+		t.Errorf("ReadCacheBytes() = %d, %d, want 32 and 16 MiB", chunks, readers)
 	}
 	if got := c.MaxHeadSamples(); got != 20000000 {
 		t.Errorf("MaxHeadSamples() = %d, want 20000000", got)
@@ -194,9 +198,16 @@ otlp: {max_concurrent: 2, max_body_bytes: 4MiB, max_decompressed_bytes: 16MiB}
 	if got := c.MaxHeadBytes(); got != 1<<20 {
 		t.Errorf("a lower max_head_bytes must win: %d", got)
 	}
+	c.Storage.MemoryBudget = 4 << 30 // the caches' full bounds fit
+	if chunks, readers := c.ReadCacheBytes(); chunks != 128<<20 || readers != 64<<20 {
+		t.Errorf("4 GiB budget: ReadCacheBytes() = %d, %d, want 128 and 64 MiB", chunks, readers)
+	}
 	c.Storage.MemoryBudget = 0
 	if got := c.MaxHeadBytes(); got != 1<<20 {
 		t.Errorf("no budget: %d", got)
+	}
+	if chunks, readers := c.ReadCacheBytes(); chunks != 0 || readers != 0 {
+		t.Errorf("no budget: ReadCacheBytes() = %d, %d, want the store's defaults (0, 0)", chunks, readers)
 	}
 }
 

@@ -7,16 +7,40 @@ import "fmt"
 func (c *Config) MaxHeadSamples() int64 { return c.Storage.MaxHeadSamples }
 
 // MaxHeadBytes is the head's memory limit the store runs with: storage.
-// max_head_bytes, lowered to half of storage.memory_budget when a budget is
-// set (the other half is for requests in flight, which Validate checks).
+// max_head_bytes, lowered to fit half of storage.memory_budget less the
+// read caches' share (ReadCacheBytes) when a budget is set (the other half
+// is for requests in flight, which Validate checks).
 func (c *Config) MaxHeadBytes() int64 {
 	n := int64(c.Storage.MaxHeadBytes)
 	if b := int64(c.Storage.MemoryBudget); b > 0 {
-		if fit := b / 2; n == 0 || n > fit {
+		chunks, readers := c.ReadCacheBytes()
+		if fit := b/2 - chunks - readers; n == 0 || n > fit {
 			n = fit
 		}
 	}
 	return n
+}
+
+// Read caches' bounds the server runs with: the store's defaults (XOR
+// chunks kept of series files, block indexes of open readers), which a
+// storage.memory_budget below 1 GiB lowers to an eighth and a sixteenth
+// of it, taken from the head's half.
+const (
+	defaultKeptChunkBytes   = 128 << 20
+	defaultReaderIndexBytes = 64 << 20
+)
+
+// ReadCacheBytes bounds, in bytes, the store's kept XOR chunks and its
+// open readers' block indexes (actastore.Options.MaxChunkCacheBytes and
+// MaxReaderBytes): 0, 0 (the store's defaults, 128 MiB and 64 MiB)
+// without a storage.memory_budget; with one, those or an eighth and a
+// sixteenth of it, whichever is less.
+func (c *Config) ReadCacheBytes() (chunks, readers int64) {
+	b := int64(c.Storage.MemoryBudget)
+	if b <= 0 {
+		return 0, 0
+	}
+	return min(defaultKeptChunkBytes, b/8), min(defaultReaderIndexBytes, b/16)
 }
 
 // requestBytes is the worst case of request buffers in flight: each

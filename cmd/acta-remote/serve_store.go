@@ -29,17 +29,20 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 	if s.WALSync == "interval" {
 		sync = actastore.SyncInterval
 	}
+	chunks, readers := cfg.ReadCacheBytes()
 	return actastore.Options{
-		WALSync:          sync,
-		WALSyncInterval:  s.WALSyncInterval,
-		WALSegmentSize:   int64(s.WALSegmentSize),
-		BlockRows:        s.BlockRows,
-		MaxHeadAge:       s.MaxHeadAge,
-		OutOfOrderWindow: s.OutOfOrderWindow,
-		MaxHeadSamples:   cfg.MaxHeadSamples(),
-		MaxHeadBytes:     cfg.MaxHeadBytes(),
-		MaxFuture:        s.MaxFuture,
-		MinTimestamp:     s.MinTimestamp,
+		MaxChunkCacheBytes: chunks,
+		MaxReaderBytes:     readers,
+		WALSync:            sync,
+		WALSyncInterval:    s.WALSyncInterval,
+		WALSegmentSize:     int64(s.WALSegmentSize),
+		BlockRows:          s.BlockRows,
+		MaxHeadAge:         s.MaxHeadAge,
+		OutOfOrderWindow:   s.OutOfOrderWindow,
+		MaxHeadSamples:     cfg.MaxHeadSamples(),
+		MaxHeadBytes:       cfg.MaxHeadBytes(),
+		MaxFuture:          s.MaxFuture,
+		MinTimestamp:       s.MinTimestamp,
 		// Named after Prometheus's feature flag; read time (actastore).
 		StartTimeZeroSamples: s.CreatedTimestampZeroIngestion,
 		MaxOpenFiles:         s.MaxOpenFiles,

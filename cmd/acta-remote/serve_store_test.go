@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"reflect"
 	"testing"
 
@@ -43,5 +44,22 @@ func TestOTLPOptionsMapsEveryKey(t *testing.T) {
 		o.DeltaTemporality != otlp.DeltaConvert || o.DeltaConversion.MaxStreams != 5000 ||
 		o.GRPC.ListenAddress != "127.0.0.1:4317" || o.MaxConcurrent != 16 {
 		t.Fatalf("mapped %+v", o)
+	}
+}
+
+// storage.memory_budget bounds the store's read caches as well as its
+// head: 256 MiB gives 32 MiB of kept chunks, 16 MiB of reader indexes and
+// 80 MiB of head; without a budget the store keeps its defaults.
+func TestStoreOptionsMemoryBudget(t *testing.T) {
+	c := config.Default()
+	c.Storage.MemoryBudget = 256 << 20
+	o := storeOptions(c, slog.New(slog.DiscardHandler), nil)
+	if o.MaxChunkCacheBytes != 32<<20 || o.MaxReaderBytes != 16<<20 || o.MaxHeadBytes != 80<<20 {
+		t.Fatalf("256 MiB budget: chunks %d, reader indexes %d, head %d", o.MaxChunkCacheBytes, o.MaxReaderBytes, o.MaxHeadBytes)
+	}
+	c.Storage.MemoryBudget = 0
+	o = storeOptions(c, slog.New(slog.DiscardHandler), nil)
+	if o.MaxChunkCacheBytes != 0 || o.MaxReaderBytes != 0 || o.MaxHeadBytes != int64(c.Storage.MaxHeadBytes) {
+		t.Fatalf("no budget: chunks %d, reader indexes %d, head %d", o.MaxChunkCacheBytes, o.MaxReaderBytes, o.MaxHeadBytes)
 	}
 }
