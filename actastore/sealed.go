@@ -200,12 +200,18 @@ func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, ne
 	if known {
 		lo = k.ts(all[0])
 	}
+	// Kept chunks of the inputs: the output's are kept too
+	// (xorcache_kept.go).
+	hot := k.xorHead() && s.readers.hasKept(paths...)
 	if len(in) == 1 {
 		s.writers.forget(fileKey{ref: ms.ref, kind: k.id()}, in[0].path) // the next flush opens the new file
 		if err := rotation.Install(tmp, in[0].path, &res); err != nil {
 			return res, err
 		}
 		s.readers.invalidate(in[0].path)
+		if hot {
+			s.readers.keepRewritten(in[0].path, rewrittenChunks(k, all, len(sts) > 0))
+		}
 		ms.mu.Lock()
 		if tr := k.track(ms, false); tr != nil {
 			if known {
@@ -219,7 +225,13 @@ func rewriteSealed[S any](s *Store, k kind[S], ms *memSeries, starts []int64, ne
 		ms.mu.Unlock()
 		return res, nil
 	}
-	return res, installMerge(s, k, ms, in, tmp, known, lo, &res)
+	if err := installMerge(s, k, ms, in, tmp, known, lo, &res); err != nil {
+		return res, err
+	}
+	if hot {
+		s.readers.keepRewritten(in[0].path, rewrittenChunks(k, all, len(sts) > 0))
+	}
+	return res, nil
 }
 
 // installMerge runs steps 2-6 of the merge protocol (the series' flush

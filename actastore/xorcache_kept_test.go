@@ -203,3 +203,65 @@ func TestPlainReadFromKeptChunks(t *testing.T) {
 		t.Fatalf("start-timestamp series: %v, starts %v", g.floats, g.fsts)
 	}
 }
+
+// Compaction and tier merges keep the chunks of files whose chunks were
+// kept: after 45 days of day files are read streamed once, compacted and
+// merged into week and month files, a streamed read and a plain one build
+// nothing and open nothing, and give back what was sent, bit for bit. A
+// file whose chunks were not kept gets none from its compaction.
+func TestKeptChunksSurviveRewrites(t *testing.T) {
+	clk := &fakeClock{}
+	s := openT(t, t.TempDir(), tierOptions(clk))
+	defer s.Close()
+	w := ingestDays(t, s, clk, day0-45*day, day0+3*hour, 10*60*1000, 500)
+	cold := labels.FromStrings("__name__", "cold")
+	mustAppend(t, s, []SeriesSamples{{Labels: cold, Samples: []Sample{{T: day0 - 40*day, V: 1}, {T: day0 - 40*day + 1000, V: 2}}}})
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	w.add(cold, Sample{T: day0 - 40*day, V: 1}, Sample{T: day0 - 40*day + 1000, V: 2})
+	// Every file's chunks, but the cold series' (read by itself later).
+	ss := s.Select(WithXORChunks(ctx), math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchRegexp, "__name__", "tier_.*"))
+	for ss.Next() {
+		if _, err := samplesOfParts(ss.At().(ChunkedSeries).FloatParts(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ss.Err() != nil {
+		t.Fatal(ss.Err())
+	}
+	ss.Close()
+	kept0, _, _ := s.readers.chunkStats()
+	if kept0 == 0 {
+		t.Fatal("the streamed read kept no chunks")
+	}
+	merged, compacted := maintainUntilIdle(t, s)
+	if merged == 0 || compacted == 0 {
+		t.Fatalf("%d merges, %d compactions", merged, compacted)
+	}
+	coldRef := refOf(t, s, cold)
+	for _, st := range seriesFiles(t, s.dir, coldRef) {
+		if s.readers.hasKept(seriesFilePath(s.dir, coldRef, st)) {
+			t.Fatal("the cold series' compacted file has kept chunks")
+		}
+	}
+	_, _, builds := s.readers.chunkStats()
+	misses := s.readers.misses.Load()
+	for _, chunked := range []bool{true, false} {
+		got, _ := selectParts(t, s, chunked, math.MinInt64, math.MaxInt64)
+		delete(got, cold.String())
+		exp := want{}
+		for k, v := range w {
+			if k != cold.String() {
+				exp[k] = v
+			}
+		}
+		checkWant(t, got, exp)
+	}
+	// Only the cold file is opened (once: its chunks are built by the
+	// streamed read, then serve the plain one).
+	if _, _, b := s.readers.chunkStats(); b != builds+1 || s.readers.misses.Load() != misses+1 {
+		t.Fatalf("reads after the rewrites built %d files' chunks and opened %d files, want the cold file's only", b-builds, s.readers.misses.Load()-misses)
+	}
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+}
