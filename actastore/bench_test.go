@@ -102,8 +102,16 @@ func BenchmarkAppend(b *testing.B) {
 func BenchmarkFlush(b *testing.B) {
 	const n = 10_000
 	ls := benchLabels(n)
-	for _, k := range []int{20, 240} {
-		b.Run(fmt.Sprintf("series=10k/samples=%d", k), func(b *testing.B) {
+	for _, c := range []struct {
+		k    int
+		kept bool // a streamed read keeps every file's chunks first: flushes extend them
+	}{{20, false}, {240, false}, {20, true}} {
+		k := c.k
+		name := fmt.Sprintf("series=10k/samples=%d", k)
+		if c.kept {
+			name += "/kept-chunks"
+		}
+		b.Run(name, func(b *testing.B) {
 			s := openT(b, b.TempDir(), Options{BlockRows: 4096, MaxHeadAge: time.Hour, MaxOpenFiles: 256})
 			defer s.abandon()
 			step := 0
@@ -122,6 +130,15 @@ func BenchmarkFlush(b *testing.B) {
 			load()
 			if err := s.FlushAll(); err != nil {
 				b.Fatal(err)
+			}
+			if c.kept {
+				ss := s.Select(WithXORChunks(ctx), math.MinInt64, math.MaxInt64, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
+				for ss.Next() {
+				}
+				ss.Close()
+				if kept, _, _ := s.readers.chunkStats(); kept == 0 {
+					b.Fatal("no chunks kept")
+				}
 			}
 			b.ResetTimer()
 			var d time.Duration

@@ -129,6 +129,11 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 	if testHookWriteBlocks != nil {
 		testHookWriteBlocks(k.id())
 	}
+	// Kept chunks of the file, extended by each block (xorcache_kept.go).
+	var kept *fileChunks
+	if k.xorHead() && len(sts) == 0 && !create {
+		kept = s.readers.keptFor(path)
+	}
 	for len(smps) > 0 {
 		n := min(len(smps), rows)
 		b, err := k.batch(smps[:n], false)
@@ -152,6 +157,9 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 			e.broken = true
 			return smps, err
 		}
+		if kept != nil {
+			kept = extendKeptBy(s, k, path, kept, smps[:n])
+		}
 		e.dirty = true
 		smps = smps[n:]
 		ms.mu.Lock()
@@ -161,6 +169,22 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 		ms.mu.Unlock()
 	}
 	return nil, nil
+}
+
+// extendKeptBy keeps the file's chunks extended by the block of smps just
+// appended to it (the flush lock held), returning them; nil when they
+// cannot be (then none are kept: the invalidation dropped them).
+func extendKeptBy[S any](s *Store, k kind[S], path string, fc *fileChunks, smps []S) *fileChunks {
+	ss := make([]Sample, len(smps))
+	for i, x := range smps {
+		ss[i].T, ss[i].V = k.xorPair(x)
+	}
+	out, err := extendKept(fc, ss)
+	if err != nil || out == nil {
+		return nil
+	}
+	s.readers.keepRewritten(path, out)
+	return out
 }
 
 // rewriteWith rewrites the file at path (a track's newest, its writer

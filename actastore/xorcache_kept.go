@@ -168,3 +168,55 @@ func rewrittenChunks[S any](k kind[S], all []S, starts bool) *fileChunks {
 	fc.starts = starts
 	return fc
 }
+
+// A flush appending to a file with kept chunks (the newest file, every
+// few minutes) dropped them as well; the reads of the last hours that
+// follow only decode blocks. So a flush whose samples all follow the
+// file's kept ones extends them instead (extendKept): the last chunk, when
+// not full, is encoded again with the new samples, so chunks stay at
+// ChunkSamples. Samples at or before the last kept one (an out-of-order
+// flush into the newest file) drop them, as before.
+
+// keptFor returns path's kept chunks for a writer about to extend them
+// (not counted as a read); nil when none are kept or they leave out the
+// file's start timestamps.
+func (c *readerCache) keptFor(path string) *fileChunks {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.kept[path]
+	if !ok || el.Value.(*keptFile).fc.starts {
+		return nil
+	}
+	return el.Value.(*keptFile).fc
+}
+
+// extendKept returns fc's chunks followed by ss (sorted by T), or nil when
+// ss does not follow them or the file would outgrow maxKeptRows. fc is
+// not modified: readers may hold it.
+func extendKept(fc *fileChunks, ss []Sample) (*fileChunks, error) {
+	ss = dedupeSorted(floats, ss)
+	cs := fc.chunks
+	n := 0
+	for _, c := range cs {
+		n += c.Samples
+	}
+	if len(ss) == 0 || n+len(ss) > maxKeptRows || (len(cs) > 0 && ss[0].T <= cs[len(cs)-1].MaxT) {
+		return nil, nil
+	}
+	keep := cs
+	if last := len(cs) - 1; last >= 0 && cs[last].Samples < ChunkSamples {
+		tail, err := decodeXOR(nil, cs[last].Data)
+		if err != nil {
+			return nil, err
+		}
+		ss = append(tail, ss...)
+		keep = cs[:last]
+	}
+	add := encodeChunks(ss)
+	out := &fileChunks{chunks: make([]XORChunk, 0, len(keep)+len(add.chunks)), bytes: fc.bytes + add.bytes}
+	out.chunks = append(append(out.chunks, keep...), add.chunks...)
+	return out, nil
+}

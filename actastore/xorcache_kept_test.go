@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -264,4 +265,84 @@ func TestKeptChunksSurviveRewrites(t *testing.T) {
 		t.Fatalf("reads after the rewrites built %d files' chunks and opened %d files, want the cold file's only", b-builds, s.readers.misses.Load()-misses)
 	}
 	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+}
+
+// Flushes of samples after a file's kept chunks extend them: reads after
+// each flush open and build nothing and give every sample bit for bit,
+// and the chunks stay at ChunkSamples but the last. A flush of older
+// samples into the file drops them; the next streamed read of the whole
+// file builds them again.
+func TestKeptChunksFollowFlushes(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{MaxOpenReaders: 1, MaintenanceInterval: -1, OutOfOrderWindow: 24 * time.Hour, Logger: quiet})
+	defer s.Close()
+	l := labels.FromStrings("__name__", "f")
+	w := want{}
+	next := int64(0)
+	add := func(n int) {
+		var ss []Sample
+		for range n {
+			v := float64(next) / 3
+			if next%17 == 0 {
+				v = math.Float64frombits(0x7ff0000000000002)
+			}
+			ss = append(ss, Sample{T: next * 15000, V: v})
+			next++
+		}
+		mustAppend(t, s, []SeriesSamples{{Labels: l, Samples: ss}})
+		w.add(l, ss...)
+		if err := s.FlushAll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(50)
+	streamOne := func() int {
+		got, chunks := selectParts(t, s, true, math.MinInt64, math.MaxInt64)
+		checkWant(t, want(got), w)
+		return chunks
+	}
+	streamOne() // builds
+	ref := refOf(t, s, l)
+	path := seriesFilePath(s.dir, ref, seriesFiles(t, s.dir, ref)[0])
+	for _, n := range []int{5, 130, 1, 64, 200} {
+		add(n)
+		_, _, builds := s.readers.chunkStats()
+		misses := s.readers.misses.Load()
+		streamOne()
+		plain, _ := selectParts(t, s, false, math.MinInt64, math.MaxInt64)
+		checkWant(t, want(plain), w)
+		if _, _, b := s.readers.chunkStats(); b != builds || s.readers.misses.Load() != misses {
+			t.Fatalf("after a flush of %d: %d builds, %d opens; want none", n, b-builds, s.readers.misses.Load()-misses)
+		}
+		fc := s.readers.keptFor(path)
+		if fc == nil {
+			t.Fatalf("after a flush of %d: no kept chunks", n)
+		}
+		total := 0
+		for i, c := range fc.chunks {
+			total += c.Samples
+			if c.Samples != ChunkSamples && i < len(fc.chunks)-1 {
+				t.Fatalf("chunk %d of %d holds %d samples", i, len(fc.chunks), c.Samples)
+			}
+		}
+		if total != int(next) {
+			t.Fatalf("kept chunks hold %d samples, want %d", total, next)
+		}
+	}
+	// An older sample into the same file.
+	old := Sample{T: 7*15000 + 1, V: 42}
+	mustAppend(t, s, []SeriesSamples{{Labels: l, Samples: []Sample{old}}})
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	ws := w[l.String()]
+	ws = append(ws[:8:8], append([]Sample{old}, ws[8:]...)...)
+	w[l.String()] = ws
+	if s.readers.keptFor(path) != nil {
+		t.Fatal("chunks kept after an out-of-order flush into the file")
+	}
+	_, _, builds := s.readers.chunkStats()
+	streamOne()
+	if _, _, b := s.readers.chunkStats(); b != builds+1 {
+		t.Fatalf("%d builds after the out-of-order flush, want 1", b-builds)
+	}
 }
