@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -61,15 +60,12 @@ func (r *registry) lookupPairsFastLocked(pairs []byte, buf *[]byte) *memSeries {
 	if !ok {
 		return nil
 	}
-	var d xxhash.Digest
-	d.Reset()
-	var cnt [binary.MaxVarintLen64]byte
-	d.Write(cnt[:binary.PutUvarint(cnt[:], uint64(n))])
-	d.Write(pairs)
-	h := d.Sum64()
-	if h == 0 {
-		h = 1
-	}
+	// The canonical encoding is uvarint(n) then the pairs: copied into one
+	// buffer and hashed at once (xxhash.Sum64 is the digest's value, with
+	// less work for a short input than Digest's Write, Write and Sum64).
+	*buf = binary.AppendUvarint((*buf)[:0], uint64(n))
+	*buf = append(*buf, pairs...)
+	h := hashLabels(*buf)
 	if ms := r.byRef[h]; ms != nil && pairsMatch(pairs, short, ms.lset, buf) {
 		return ms
 	}
