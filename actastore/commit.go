@@ -379,7 +379,14 @@ func acceptKind[S any](k kind[S], tr *track[S], in []S, acc []S, hits map[int64]
 			vs = append(vs, verdictAt{v: verdictInvalid, i: i, err: err})
 			continue
 		}
-		v := classify(k, tr, smp, oooMs, hits)
+		// Newer than anything the track accepted: neither its head, nor a
+		// flush's buffer, nor the last flushed sample can hold t (all are
+		// at or below maxT, which only grows), so it is classify's
+		// "accept" without reading the head.
+		v := verdictAccept
+		if tr.maxT == noTime || t <= tr.maxT {
+			v = classify(k, tr, smp, oooMs, hits)
+		}
 		if v == verdictLookup {
 			need = append(need, t)
 			continue
