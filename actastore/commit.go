@@ -48,8 +48,9 @@ func (s *Store) Commit(ctx context.Context, b *Batch) (Result, error) {
 	t := txnPool.Get().(*txn)
 	defer t.release()
 	t.begin(s, &res)
+	t.resolveKnown(b.Series)
 	for i := range b.Series {
-		t.addSeries(&b.Series[i])
+		t.addSeries(&b.Series[i], t.known[i])
 	}
 	t.addMetadata(b.Metadata)
 	if !t.pending() {
@@ -124,6 +125,10 @@ type txn struct {
 	stSeries   []txnStarts
 	ss         []refStarts
 	stDropped  [numStartReasons]int
+	// known[i] is the series of the batch's i-th entry found by
+	// resolveKnown (nil: resolve it); lbuf is its scratch.
+	known []*memSeries
+	lbuf  []byte
 }
 
 // txnStarts is the start timestamps of series[i]: ranges of fsts and hsts.
@@ -168,10 +173,12 @@ func (t *txn) release() {
 	clear(t.hs)
 	clear(t.es)
 	clear(t.ss)
+	clear(t.known)
 	t.rb.reset()
 	*t = txn{series: t.series[:0], floats: t.floats[:0], hists: t.hists[:0], exs: t.exs[:0], meta: t.meta[:0],
 		defs: t.defs[:0], logged: t.logged[:0], recs: t.recs[:0], rb: t.rb, fs: t.fs[:0], hs: t.hs[:0], es: t.es[:0],
-		rs: resolver{canon: t.rs.canon[:0]}, fsts: t.fsts[:0], hsts: t.hsts[:0], ss: t.ss[:0], stSeries: t.stSeries[:0]}
+		rs: resolver{canon: t.rs.canon[:0]}, fsts: t.fsts[:0], hsts: t.hsts[:0], ss: t.ss[:0], stSeries: t.stSeries[:0],
+		known: t.known[:0], lbuf: t.lbuf[:0]}
 	txnPool.Put(t)
 }
 
@@ -189,8 +196,9 @@ func (t *txn) rejectSeries(d *SeriesData, reason string, err error) {
 	}
 }
 
-// addSeries checks one series' items and keeps the accepted ones.
-func (t *txn) addSeries(d *SeriesData) {
+// addSeries checks one series' items and keeps the accepted ones. known
+// is its series when resolveKnown found it (nil: resolve it here).
+func (t *txn) addSeries(d *SeriesData, known *memSeries) {
 	if len(d.Samples) == 0 && len(d.Histograms) == 0 && len(d.Exemplars) == 0 {
 		return
 	}
@@ -200,10 +208,14 @@ func (t *txn) addSeries(d *SeriesData) {
 		t.rejectUnstorable(d)
 		return
 	}
-	ms, reason, err := t.rs.resolve(d)
-	if err != nil {
-		t.rejectSeries(d, reason, err)
-		return
+	ms := known
+	if ms == nil {
+		var reason string
+		var err error
+		if ms, reason, err = t.rs.resolve(d); err != nil {
+			t.rejectSeries(d, reason, err)
+			return
+		}
 	}
 	ts := txnSeries{ms: ms, f0: len(t.floats), h0: len(t.hists), e0: len(t.exs)}
 	var fhits map[int64]fileHit[Sample]
@@ -214,6 +226,8 @@ func (t *txn) addSeries(d *SeriesData) {
 			// Retention or deletion took the series out between the
 			// lookup and now: resolve again (a new series of these labels).
 			ms.mu.Unlock()
+			var reason string
+			var err error
 			if ms, reason, err = t.rs.resolve(d); err != nil {
 				t.rejectSeries(d, reason, err)
 				return
@@ -365,7 +379,14 @@ func acceptKind[S any](k kind[S], tr *track[S], in []S, acc []S, hits map[int64]
 			vs = append(vs, verdictAt{v: verdictInvalid, i: i, err: err})
 			continue
 		}
-		v := classify(k, tr, smp, oooMs, hits)
+		// Newer than anything the track accepted: neither its head, nor a
+		// flush's buffer, nor the last flushed sample can hold t (all are
+		// at or below maxT, which only grows), so it is classify's
+		// "accept" without reading the head.
+		v := verdictAccept
+		if tr.maxT == noTime || t <= tr.maxT {
+			v = classify(k, tr, smp, oooMs, hits)
+		}
 		if v == verdictLookup {
 			need = append(need, t)
 			continue

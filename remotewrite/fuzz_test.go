@@ -214,6 +214,8 @@ func TestWireDecoderEdgeCases(t *testing.T) {
 		return protowire.AppendVarint(tag(num, protowire.VarintType), v)
 	}
 	raw := func(b ...byte) pb { return b }
+	// A varint field 1 of a number beyond protowire.Number's int32.
+	bigVint := func(num uint64) pb { return protowire.AppendVarint(protowire.AppendVarint(nil, num<<3), 1) }
 	label := func(n, v string) pb { return msg(1, str(1, n), str(2, v)) }
 	sample := func(v float64, ts int64) pb { return msg(2, dbl(1, v), vint(2, uint64(ts))) }
 	group := append(tag(9, protowire.StartGroupType), tag(9, protowire.EndGroupType)...)
@@ -240,6 +242,9 @@ func TestWireDecoderEdgeCases(t *testing.T) {
 		{"wrong wire type for samples", false, msg(1, nameM, vint(2, 1)), false},
 		{"wrong wire type for a sample value", false, msg(1, nameM, msg(2, vint(1, 1))), false},
 		{"field number 0", false, append(msg(1, nameM, sample(1, 1)), 0x02, 0x00), false},
+		{"field number 2^31-1, unknown", false, msg(1, nameM, sample(1, 1), vint(math.MaxInt32, 1)), true},
+		{"field number 2^31", false, msg(1, nameM, sample(1, 1), bigVint(math.MaxInt32+1)), false},
+		{"field number 2^32-1 in a label", false, msg(1, msg(1, str(1, "__name__"), str(2, "m"), bigVint(math.MaxUint32)), sample(1, 1)), false},
 		{"group in an unknown field", false, msg(1, nameM, sample(1, 1), group), false},
 		{"truncated", false, msg(1, nameM, sample(1, 1))[:10], false},
 		{"10-byte varint with high bits", false, msg(1, nameM, msg(2, append(tag(2, protowire.VarintType), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f))), false},
