@@ -25,8 +25,7 @@ func (c *readerCache) keptPlain(path string) *fileChunks {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.kept[path]
-	if !ok || el.Value.(*keptFile).fc.starts {
+	if c.wholeKeptLocked(path) == nil {
 		return nil
 	}
 	fc, _ := c.keptLocked(path)

@@ -186,6 +186,12 @@ func (c *readerCache) keptFor(path string) *fileChunks {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.wholeKeptLocked(path)
+}
+
+// wholeKeptLocked is path's kept chunks when they hold all its file does
+// (no start timestamps left out), without counting a read; nil otherwise.
+func (c *readerCache) wholeKeptLocked(path string) *fileChunks {
 	el, ok := c.kept[path]
 	if !ok || el.Value.(*keptFile).fc.starts {
 		return nil
