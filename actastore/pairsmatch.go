@@ -2,7 +2,6 @@ package actastore
 
 import (
 	"bytes"
-	"encoding/binary"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -17,64 +16,21 @@ import (
 // one string of name, value, name, ... each prefixed by its length in one
 // byte when below 255; a LabelPairs encoding prefixes each by its uvarint
 // length, one byte when below 128. When every length in the pairs is below
-// 128 (pairsShort), the two encodings of the same labels in the same order
+// 128 (countPairs' short), the two encodings of the same labels in the same order
 // are the same bytes, and equal bytes parse as the same labels in both. A
 // longer label, or another labels implementation, takes pairsEqual.
 
 // stringLabels: the block compare applies to this build's labels.
 var stringLabels = labels.ImplementationName == "stringlabels"
 
-// countPairsShort is countPairs that also reports whether every name and
-// value is shorter than 128 bytes (each length is then one byte).
-func countPairsShort(pairs []byte) (n int, short, ok bool) {
-	short = true
-	for len(pairs) > 0 {
-		for range 2 {
-			l, k := binary.Uvarint(pairs)
-			if k <= 0 || l > uint64(len(pairs)-k) {
-				return 0, false, false
-			}
-			short = short && k == 1
-			pairs = pairs[k+int(l):]
-		}
-		n++
-	}
-	return n, short, true
-}
-
 // pairsMatch is pairsEqual, by one compare of lset's bytes (into *buf,
-// scratch) when short (countPairsShort) and the labels are stringlabels.
+// scratch) when short (countPairs) and the labels are stringlabels.
 func pairsMatch(pairs []byte, short bool, lset labels.Labels, buf *[]byte) bool {
 	if short && stringLabels {
 		*buf = lset.Bytes(*buf)
 		return bytes.Equal(*buf, pairs)
 	}
 	return pairsEqual(pairs, lset)
-}
-
-// lookupPairsFastLocked is lookupPairsLocked with pairsMatch: the series
-// of a receiver's LabelPairs, or nil (unsorted pairs are not found here).
-// Called with mu held (read).
-func (r *registry) lookupPairsFastLocked(pairs []byte, buf *[]byte) *memSeries {
-	n, short, ok := countPairsShort(pairs)
-	if !ok {
-		return nil
-	}
-	// The canonical encoding is uvarint(n) then the pairs: copied into one
-	// buffer and hashed at once (xxhash.Sum64 is the digest's value, with
-	// less work for a short input than Digest's Write, Write and Sum64).
-	*buf = binary.AppendUvarint((*buf)[:0], uint64(n))
-	*buf = append(*buf, pairs...)
-	h := hashLabels(*buf)
-	if ms := r.byRef[h]; ms != nil && pairsMatch(pairs, short, ms.lset, buf) {
-		return ms
-	}
-	for _, ms := range r.moved[h] {
-		if pairsMatch(pairs, short, ms.lset, buf) {
-			return ms
-		}
-	}
-	return nil
 }
 
 // resolveKnown finds, under one read lock, the known series of every
@@ -88,7 +44,7 @@ func (t *txn) resolveKnown(ss []SeriesData) {
 		d := &ss[i]
 		var ms *memSeries
 		if d.Labels.IsEmpty() && len(d.LabelPairs) > 0 {
-			ms = r.lookupPairsFastLocked(d.LabelPairs, &t.lbuf)
+			ms = r.lookupPairsLocked(d.LabelPairs, &t.lbuf)
 		}
 		t.known = append(t.known, ms)
 	}

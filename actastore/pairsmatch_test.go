@@ -44,15 +44,16 @@ func TestPairsMatch(t *testing.T) {
 				{[]byte(lset.Bytes(nil)), nl < 128 && vl < 128 && labels.ImplementationName == "stringlabels"}, // the stored bytes themselves
 			}
 			for i, c := range cases {
-				n, short, ok := countPairsShort(c.pairs)
+				n, short, ok := countPairs(c.pairs)
 				if !ok {
 					if c.want {
 						t.Fatalf("%d/%d case %d: pairs do not parse", nl, vl, i)
 					}
 					continue
 				}
-				if cn, _ := countPairs(c.pairs); cn != n {
-					t.Fatalf("%d/%d case %d: count %d, countPairs %d", nl, vl, i, n, cn)
+				var sb labels.ScratchBuilder
+				if ls, err := labelsFromPairs(&sb, c.pairs); err != nil || ls.Len() != n {
+					t.Fatalf("%d/%d case %d: count %d, the pairs parse as %v (%v)", nl, vl, i, n, ls, err)
 				}
 				wantShort := true
 				for _, l := range []int{8, 1, nl, vl} {
@@ -83,7 +84,7 @@ func FuzzPairsMatch(f *testing.F) {
 		// Also the stored bytes with a little change: the case where a
 		// coincidence of encodings would matter.
 		for _, p := range [][]byte{pairs, lset.Bytes(nil), append(lset.Bytes(nil), pairs...)} {
-			_, short, ok := countPairsShort(p)
+			_, short, ok := countPairs(p)
 			if !ok {
 				continue
 			}
@@ -138,7 +139,7 @@ func TestCommitLabelPairsLongValue(t *testing.T) {
 
 // BenchmarkPairsHash: the known-series hash of a receiver's label pairs,
 // by xxhash's Digest (count, then pairs) and by one Sum64 of a copy
-// (lookupPairsFastLocked); both give the same value.
+// (lookupPairsLocked); both give the same value.
 func BenchmarkPairsHash(b *testing.B) {
 	ls := benchLabels(10_000)
 	pairs := make([][]byte, len(ls))
@@ -149,7 +150,7 @@ func BenchmarkPairsHash(b *testing.B) {
 		var sum uint64
 		for i := range b.N {
 			p := pairs[i%len(pairs)]
-			n, _, _ := countPairsShort(p)
+			n, _, _ := countPairs(p)
 			var d xxhash.Digest
 			d.Reset()
 			var cnt [binary.MaxVarintLen64]byte
@@ -164,7 +165,7 @@ func BenchmarkPairsHash(b *testing.B) {
 		var buf []byte
 		for i := range b.N {
 			p := pairs[i%len(pairs)]
-			n, _, _ := countPairsShort(p)
+			n, _, _ := countPairs(p)
 			buf = binary.AppendUvarint(buf[:0], uint64(n))
 			buf = append(buf, p...)
 			sum += xxhash.Sum64(buf)
@@ -173,7 +174,7 @@ func BenchmarkPairsHash(b *testing.B) {
 	})
 }
 
-// lookupPairsFastLocked finds a series created from Labels by its sorted
+// lookupPairsLocked finds a series created from Labels by its sorted
 // label pairs (so its hash is the ref's: a series new to it would be
 // created again by resolve and this test could not tell), whether or not
 // the block compare applies, and not by unsorted or other pairs.
@@ -204,7 +205,7 @@ func TestLookupPairsFast(t *testing.T) {
 		{pairsOf("__name__", "m", "a", long[1:]), labels.EmptyLabels()},
 	} {
 		s.reg.mu.RLock()
-		ms := s.reg.lookupPairsFastLocked(c.pairs, &buf)
+		ms := s.reg.lookupPairsLocked(c.pairs, &buf)
 		s.reg.mu.RUnlock()
 		switch {
 		case c.want.IsEmpty() && ms != nil:

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -92,47 +91,47 @@ func (r *registry) lookupLocked(h uint64, lset labels.Labels) *memSeries {
 // sorted, uvarint(count) followed by the pairs is exactly the series'
 // canonical encoding, so its hash is the series' ref (or, after a
 // collision, a key of moved). The match is verified against the stored
-// labels byte for byte. Unsorted pairs are not found here.
-func (r *registry) lookupPairsLocked(pairs []byte) *memSeries {
-	n, ok := countPairs(pairs)
+// labels byte for byte (pairsMatch). Unsorted pairs are not found here.
+// buf is scratch. Called with mu held (read).
+func (r *registry) lookupPairsLocked(pairs []byte, buf *[]byte) *memSeries {
+	n, short, ok := countPairs(pairs)
 	if !ok {
 		return nil
 	}
-	var d xxhash.Digest
-	d.Reset()
-	var cnt [binary.MaxVarintLen64]byte
-	d.Write(cnt[:binary.PutUvarint(cnt[:], uint64(n))])
-	d.Write(pairs)
-	h := d.Sum64()
-	if h == 0 {
-		h = 1
-	}
-	if ms := r.byRef[h]; ms != nil && pairsEqual(pairs, ms.lset) {
+	// The canonical encoding is uvarint(n) then the pairs: copied into one
+	// buffer and hashed at once (xxhash.Sum64 is the digest's value, with
+	// less work for a short input than Digest's Write, Write and Sum64).
+	*buf = binary.AppendUvarint((*buf)[:0], uint64(n))
+	*buf = append(*buf, pairs...)
+	h := hashLabels(*buf)
+	if ms := r.byRef[h]; ms != nil && pairsMatch(pairs, short, ms.lset, buf) {
 		return ms
 	}
 	for _, ms := range r.moved[h] {
-		if pairsEqual(pairs, ms.lset) {
+		if pairsMatch(pairs, short, ms.lset, buf) {
 			return ms
 		}
 	}
 	return nil
 }
 
-// countPairs counts the labels of a LabelPairs encoding; ok is false when
-// it is malformed.
-func countPairs(pairs []byte) (int, bool) {
-	n := 0
+// countPairs counts the labels of a LabelPairs encoding and reports
+// whether every name and value is shorter than 128 bytes (each length is
+// then one byte: pairsMatch); ok is false when it is malformed.
+func countPairs(pairs []byte) (n int, short, ok bool) {
+	short = true
 	for len(pairs) > 0 {
 		for range 2 {
 			l, k := binary.Uvarint(pairs)
 			if k <= 0 || l > uint64(len(pairs)-k) {
-				return 0, false
+				return 0, false, false
 			}
+			short = short && k == 1
 			pairs = pairs[k+int(l):]
 		}
 		n++
 	}
-	return n, true
+	return n, short, true
 }
 
 // pairsEqual reports whether a LabelPairs encoding holds exactly lset, in
@@ -208,7 +207,7 @@ func (rs *resolver) resolve(d *SeriesData) (*memSeries, string, error) {
 	lset := d.Labels
 	if lset.IsEmpty() && len(d.LabelPairs) > 0 {
 		rs.r.mu.RLock()
-		ms := rs.r.lookupPairsLocked(d.LabelPairs)
+		ms := rs.r.lookupPairsLocked(d.LabelPairs, &rs.canon)
 		rs.r.mu.RUnlock()
 		if ms != nil {
 			return ms, "", nil
