@@ -175,11 +175,7 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 // appended to it (the flush lock held), returning them; nil when they
 // cannot be (then none are kept: the invalidation dropped them).
 func extendKeptBy[S any](s *Store, k kind[S], path string, fc *fileChunks, smps []S) *fileChunks {
-	ss := make([]Sample, len(smps))
-	for i, x := range smps {
-		ss[i].T, ss[i].V = k.xorPair(x)
-	}
-	out, err := extendKept(fc, ss)
+	out, err := extendKept(fc, xorSamples(k, smps))
 	if err != nil || out == nil {
 		return nil
 	}

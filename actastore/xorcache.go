@@ -179,9 +179,7 @@ func (c *readerCache) cachedChunks(path string, mint, maxt int64, st *readStats)
 		c.chunkHits.Add(1)
 		return fc, nil
 	}
-	c.mu.Unlock()
 	h := xxhash.Sum64String(path)
-	c.mu.Lock()
 	gen, reads, epoch := c.gens[h%uint64(len(c.gens))], c.freq.estimate(h), c.freq.halvings
 	c.mu.Unlock()
 	// Counted as a read only where no decoding read of the file follows

@@ -160,11 +160,7 @@ func rewrittenChunks[S any](k kind[S], all []S, starts bool) *fileChunks {
 	if !k.xorHead() || len(all) == 0 || len(all) > maxKeptRows {
 		return nil
 	}
-	ss := make([]Sample, len(all))
-	for i, x := range all {
-		ss[i].T, ss[i].V = k.xorPair(x)
-	}
-	fc := encodeChunks(ss)
+	fc := encodeChunks(xorSamples(k, all))
 	fc.starts = starts
 	return fc
 }
@@ -225,4 +221,13 @@ func extendKept(fc *fileChunks, ss []Sample) (*fileChunks, error) {
 	out := &fileChunks{chunks: make([]XORChunk, 0, len(keep)+len(add.chunks)), bytes: fc.bytes + add.bytes}
 	out.chunks = append(append(out.chunks, keep...), add.chunks...)
 	return out, nil
+}
+
+// xorSamples is ss as (ms, float64) pairs (k.xorHead kinds).
+func xorSamples[S any](k kind[S], ss []S) []Sample {
+	out := make([]Sample, len(ss))
+	for i, x := range ss {
+		out[i].T, out[i].V = k.xorPair(x)
+	}
+	return out
 }
