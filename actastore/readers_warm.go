@@ -3,6 +3,7 @@ package actastore
 import (
 	"math"
 	"os"
+	"runtime"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -23,9 +24,10 @@ import (
 // whole block, and one of all of it opens nothing. Warming never evicts a
 // reader or chunks; the rest of each bound is for the files queries read
 // themselves, and once it is full the admission rule (readers_admit.go)
-// decides as for any other file. One goroutine, one file at a time: at
-// most one core for a few seconds (10,000 files of 1,440 samples, chunks
-// included, about 2 s here), stopped by Close.
+// decides as for any other file. One goroutine, one file at a time, giving
+// way to other goroutines after each: at most one core for a few seconds
+// (10,000 files of 1,440 samples, chunks included, about 2 s here),
+// stopped by Close.
 
 // warmShare is the part of the reader cache's bound warming fills.
 const warmShare = 0.9
@@ -74,6 +76,10 @@ func (s *Store) warmReaders() {
 					return
 				}
 				s.warmFile(p.path, readers, p.float && chunks)
+				// Let a query that became runnable meanwhile have the
+				// core: otherwise it waits for the scheduler's 10 ms
+				// preemption when every core is busy.
+				runtime.Gosched()
 			}
 		}
 	}
