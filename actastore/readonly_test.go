@@ -78,11 +78,13 @@ func TestReadOnlyWhileOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := filepath.Join(dir, walDirName, wal.SegmentName(segs[len(segs)-1]))
-	f, err := os.OpenFile(last, os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(last, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Write([]byte{40, 0, 0, 0, 1, 2})
+	// Where the next record goes: the segment's zero-filled space (package
+	// wal preallocates) follows the records.
+	f.WriteAt([]byte{40, 0, 0, 0, 1, 2}, s.wal.End().Offset)
 	f.Close()
 	before, _ := os.Stat(last)
 

@@ -15,6 +15,8 @@ import (
 //
 // Unlike Replay, a damaged end of the last segment is not cut: it is most
 // likely a record being written right now, and it is read again next time.
+// Nor is a zero tail (the writer's preallocated space): the records that
+// will overwrite it are read next time.
 type Follower struct {
 	dir  string
 	offs map[int]int64 // per segment: end of the complete records delivered
@@ -58,7 +60,9 @@ func (f *Follower) Read(fn func(segment int, payload []byte) error) error {
 		if !errors.As(recErr, &re) {
 			return recErr // from fn
 		}
-		if i == len(segs)-1 && re.tornTail(data) {
+		// Zeros to the end are space preallocated ahead of the writer
+		// (or left by one that crashed): no records yet, in any segment.
+		if re.zeroTail(data) || i == len(segs)-1 && re.tornTail(data) {
 			continue
 		}
 		return &CorruptionError{Dir: f.dir, Segment: s, Offset: from + n, Err: re.err}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,71 @@ func TestFollower(t *testing.T) {
 	var ce *CorruptionError
 	if !errors.As(err, &ce) || ce.Segment != 1 {
 		t.Fatalf("got %v, want corruption in segment 1", err)
+	}
+}
+
+// TestFollowerZeroTail: a follower of a live, preallocated log stops at the
+// zero tail without reporting it (and without cutting it), picks up the
+// records written into it later, and takes a zero tail left in a segment
+// that is no longer the last (a crashed writer) for the end of its records.
+func TestFollowerZeroTail(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := NewFollower(dir)
+	read := func(want ...string) {
+		t.Helper()
+		var got []string
+		if err := fl.Read(func(_ int, p []byte) error { got = append(got, string(p)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+	appendSync := func(ps ...string) {
+		t.Helper()
+		var bs [][]byte
+		for _, p := range ps {
+			bs = append(bs, []byte(p))
+		}
+		pos, err := l.Append(bs...)
+		if err == nil {
+			err = l.Sync(pos)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendSync("a", "b")
+	l.mu.Lock()
+	l.waitPrepLocked()
+	l.mu.Unlock()
+	seg0 := filepath.Join(dir, SegmentName(0))
+	size := fileSize(t, seg0)
+	if size < prepMin {
+		t.Fatalf("segment is %d bytes: not preallocated", size)
+	}
+	read("a", "b")
+	read()
+	appendSync("c")
+	read("c")
+	if got := fileSize(t, seg0); got < size {
+		t.Fatalf("segment shrank from %d to %d bytes under the follower", size, got)
+	}
+	crash(t, l)
+	// A writer that opens without replaying leaves segment 0 with its
+	// zero tail before the new last segment.
+	l, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendSync("d")
+	read("d")
+	if got := fileSize(t, seg0); got < size {
+		t.Fatalf("the follower cut segment 0 to %d bytes", got)
 	}
 }

@@ -15,7 +15,10 @@ type ReplayStats struct {
 	Segments  int
 	Records   int
 	Bytes     int64
-	TornBytes int64 // bytes cut from the tail of the last segment
+	TornBytes int64 // bytes of a torn record (and what followed it) cut from the last segment
+	// ZeroBytes are the zero bytes after the last record of a segment
+	// (preallocated space a crashed writer left), trimmed in any segment.
+	ZeroBytes int64
 }
 
 // Replay calls fn for every record of every segment in dir, in order, with
@@ -24,9 +27,13 @@ type ReplayStats struct {
 // replay hands records to another goroutine).
 //
 // A torn tail of the last segment is truncated away (the file is shortened
-// and synced) before Replay returns. A damaged record anywhere else returns a
-// *CorruptionError and stops; records before it were delivered. An error from
-// fn stops the replay and is returned as is.
+// and synced) before Replay returns. A run of zero bytes to the end of any
+// segment is no records, not damage: space preallocated ahead of a writer
+// that crashed (a writer cuts it when it closes or leaves a segment); it is
+// trimmed the same way. A damaged record anywhere else, including non-zero
+// bytes after zeros, returns a *CorruptionError and stops; records before
+// it were delivered. An error from fn stops the replay and is returned as
+// is.
 func Replay(dir string, fn func(segment int, payload []byte) error) (ReplayStats, error) {
 	var st ReplayStats
 	segs, err := Segments(dir)
@@ -56,6 +63,13 @@ func Replay(dir string, fn func(segment int, payload []byte) error) (ReplayStats
 		if !errors.As(recErr, &re) {
 			return st, recErr // from fn
 		}
+		if re.zeroTail(data) {
+			st.ZeroBytes += int64(len(data)) - off
+			if err := truncateFile(path, off); err != nil {
+				return st, err
+			}
+			continue
+		}
 		if last && re.tornTail(data) {
 			st.TornBytes = int64(len(data)) - off
 			if err := truncateFile(path, off); err != nil {
@@ -77,23 +91,33 @@ type recordError struct {
 
 func (e *recordError) Error() string { return e.err.Error() }
 
+// zeroTail reports whether the segment ends at e with nothing but zero
+// bytes: no record starts there (a zero length is never written).
+func (e *recordError) zeroTail(data []byte) bool {
+	return allZero(data[e.off:])
+}
+
 // tornTail reports whether the damage at e can be an interrupted final
 // append: the record runs past the end of the data, or nothing but zero
 // bytes follows its start, or it is the last record and fails its checksum
-// (its declared end is the end of the data). A complete record with valid-looking data after it
-// is not torn, it is corruption.
+// (nothing but zeros, preallocated space, follows its declared end). A
+// complete record with valid-looking data after it is not torn, it is
+// corruption.
 func (e *recordError) tornTail(data []byte) bool {
 	if errors.Is(e.err, errShort) {
 		return true
 	}
-	rest := data[e.off:]
-	if len(bytes.Trim(rest, "\x00")) == 0 {
+	if allZero(data[e.off:]) {
 		return true
 	}
 	// A complete final record that fails its checksum: its bytes reached the
 	// file only in part. A bad length with data after it is not treated so:
 	// the writer never leaves a half-written header followed by more bytes.
-	return errors.Is(e.err, errChecksum) && e.end == int64(len(data))
+	return errors.Is(e.err, errChecksum) && allZero(data[e.end:])
+}
+
+func allZero(b []byte) bool {
+	return len(bytes.TrimLeft(b, "\x00")) == 0
 }
 
 // scanSegment calls fn for each record in data and returns the offset after
@@ -155,6 +179,7 @@ func ReadFile(path string, fn func(payload []byte) error) error {
 	off, err := scanSegment(data, fn)
 	var re *recordError
 	if errors.As(err, &re) {
+		// (No zero tail is accepted: the file was written whole.)
 		return &CorruptionError{Dir: filepath.Dir(path), Segment: -1, Offset: off, Err: re.err}
 	}
 	return err

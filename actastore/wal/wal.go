@@ -11,13 +11,15 @@
 //
 // Both integers are little endian. The CRC-32C (Castagnoli) covers the four
 // length bytes followed by the payload, so a damaged length is caught too.
-// A zero length is never written: a run of zero bytes at the end of a
-// segment (pre-allocated or never-written pages after a crash) is a torn
-// tail, not records.
+// A zero length is never written: a run of zero bytes to the end of a
+// segment is no records (space preallocated ahead of the writer, see
+// prealloc.go, or never-written pages after a crash), and Replay trims it.
 //
 // Writers append whole batches of records with one write(2) and make them
 // durable with Sync, which commits groups: while one caller fsyncs, later
-// callers queue, and the next fsync covers all of them.
+// callers queue, and the next fsync covers all of them. The space ahead of
+// the writer is kept zero-filled and synced, so that fsync (fdatasync on
+// Linux) writes data and no file system metadata (prealloc.go).
 //
 // Reading tells two failures apart. In the last segment, a record that is
 // cut short or fails its checksum with nothing valid after it is a torn
@@ -138,7 +140,8 @@ func (p Pos) Less(q Pos) bool {
 // Options configure a Log.
 type Options struct {
 	// SegmentSize starts a new segment once the current one holds at least
-	// this many bytes. Default 64 MiB.
+	// this many bytes. Default 64 MiB. Zero-filled space is prepared ahead
+	// of the writer up to this size (prealloc.go).
 	SegmentSize int64
 }
 
@@ -155,8 +158,17 @@ type Log struct {
 	// failed is sticky: a torn record could not be cut, so appending
 	// after it would bury it mid-segment. Every later Append returns it.
 	failed  error
-	sizeAll int64 // bytes in all live segments
+	sizeAll int64 // bytes of records in all live segments (not zero tails)
 	buf     []byte
+
+	// Preallocation of the current segment (prealloc.go): [0, zeroEnd)
+	// is written (records or zeros) and synced; while prep is non-nil a
+	// goroutine zero-fills from prepFrom on, and is closed when it ends.
+	zeroEnd  int64
+	prep     chan struct{}
+	prepFrom int64
+	noPrep   bool  // a zero fill failed: none for the rest of the segment
+	prepErr  error // why (tests)
 
 	syncMu sync.Mutex // one fsync at a time; held while syncing
 	synced Pos        // everything before synced is durable (guarded by mu)
@@ -206,24 +218,41 @@ func (l *Log) openSegment(i int) error {
 		return err
 	}
 	l.f, l.seg, l.off = f, i, 0
+	l.zeroEnd, l.noPrep, l.prepErr = 0, false, nil
+	l.maybePrepLocked()
 	return nil
 }
 
 // Append writes the records with one write call and returns the position
 // just after them. They are in the OS but not durable until Sync(pos).
 func (l *Log) Append(payloads ...[]byte) (Pos, error) {
+	size := int64(0)
+	for _, p := range payloads {
+		size += headerSize + int64(len(p))
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return Pos{}, ErrClosed
-	}
-	if l.failed != nil {
-		return Pos{}, l.failed
-	}
-	if l.off >= l.segSize {
-		if err := l.rotateLocked(); err != nil {
-			return Pos{}, err
+	for {
+		if l.closed {
+			return Pos{}, ErrClosed
 		}
+		if l.failed != nil {
+			return Pos{}, l.failed
+		}
+		// Never write where zeros are being written, nor rotate away
+		// under a zero fill (prealloc.go).
+		if l.prep != nil && (l.off >= l.segSize || l.off+size > l.prepFrom) {
+			l.waitPrepLocked()
+			continue
+		}
+		if l.off >= l.segSize {
+			// The new segment's first zero fill starts: check again.
+			if err := l.rotateLocked(); err != nil {
+				return Pos{}, err
+			}
+			continue
+		}
+		break
 	}
 	l.buf = l.buf[:0]
 	for _, p := range payloads {
@@ -240,6 +269,12 @@ func (l *Log) Append(payloads ...[]byte) (Pos, error) {
 		// zeros (read back as a zero-length record) before itself.
 		l.off -= int64(n)
 		l.sizeAll -= int64(n)
+		// No zero fill starts after this: the disk is failing writes. One
+		// running now writes at or beyond prepFrom, past this write, so
+		// the cut cannot meet it (mu is not released before the cut:
+		// another append would write after the torn bytes).
+		l.noPrep, l.prepErr = true, err
+		l.zeroEnd = min(l.zeroEnd, l.off)
 		if terr := l.cutLocked(); terr != nil {
 			l.failed = fmt.Errorf("wal: segment %08d has a torn record at offset %d that cannot be cut: %w", l.seg, l.off, terr)
 			return Pos{}, errors.Join(fmt.Errorf("wal: append to segment %08d: %w", l.seg, err), l.failed)
@@ -249,17 +284,25 @@ func (l *Log) Append(payloads ...[]byte) (Pos, error) {
 	if cap(l.buf) > 4<<20 {
 		l.buf = nil // don't pin one huge batch's buffer
 	}
+	l.maybePrepLocked()
 	return Pos{Segment: l.seg, Offset: l.off}, nil
 }
 
 // rotateLocked syncs and closes the current segment and opens the next. The
 // old segment is synced first so "synced up to a later segment" implies every
-// earlier segment is durable.
+// earlier segment is durable. It is cut to its records first (dropping the
+// preallocated zeros), in the same fsync, so a segment that is not the last
+// has no zero tail unless a crash left one. No zero fill may be running
+// (callers wait for it).
 //
 // The next segment is created before the current one is closed: if the
 // create fails (a full disk), the log keeps appending to the current one
 // and can rotate again later, instead of holding a closed file.
 func (l *Log) rotateLocked() error {
+	if err := l.f.Truncate(l.off); err != nil {
+		return fmt.Errorf("wal: cut segment %08d to its records at %d: %w", l.seg, l.off, err)
+	}
+	l.zeroEnd = min(l.zeroEnd, l.off)
 	if err := l.f.Sync(); err != nil {
 		// Sticky for the reason Sync gives.
 		l.failed = fmt.Errorf("wal: sync segment %08d: %w (appends refused since: a failed fsync may have lost unsynced records)", l.seg, err)
@@ -304,10 +347,13 @@ func (l *Log) Sync(pos Pos) error {
 	f, end := l.f, Pos{Segment: l.seg, Offset: l.off}
 	l.mu.Unlock()
 	// fsync outside mu so appenders keep writing the next group meanwhile.
+	// fdatasync is enough: the records' size and blocks are either durable
+	// already (zero-filled space, prealloc.go) or flushed by it, and mtime
+	// is not needed to read them back.
 	// A rotation cannot close f under us: rotation syncs and closes only with
 	// mu held, and it records synced itself, so if f was rotated away the
 	// Sync error below is for a file whose data is already durable.
-	if err := f.Sync(); err != nil {
+	if err := durable.Fdatasync(f); err != nil {
 		l.mu.Lock()
 		covered := !l.synced.Less(pos)
 		l.mu.Unlock()
@@ -354,6 +400,7 @@ func (l *Log) End() Pos {
 func (l *Log) Cut() (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.waitPrepLocked()
 	if l.closed {
 		return 0, ErrClosed
 	}
@@ -373,7 +420,8 @@ func (l *Log) Current() int {
 	return l.seg
 }
 
-// Size is the number of bytes in all live segments.
+// Size is the number of bytes of records in all live segments: zero-filled
+// space ahead of the writer does not count.
 func (l *Log) Size() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -415,7 +463,8 @@ func (l *Log) TruncateBefore(seg int) error {
 	return nil
 }
 
-// Close syncs and closes the current segment.
+// Close cuts the current segment to its records (dropping preallocated
+// zeros), syncs and closes it.
 func (l *Log) Close() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -425,7 +474,11 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	err := l.f.Sync()
+	l.waitPrepLocked()
+	err := l.f.Truncate(l.off)
+	if serr := l.f.Sync(); err == nil {
+		err = serr
+	}
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

@@ -74,36 +74,54 @@ func TestRoundTripAcrossSegments(t *testing.T) {
 	l.Close()
 }
 
+// TestTornTailIsCut: damage at the end of the last segment is cut, and
+// the cut is durable. A zero tail (preallocated space) is trimmed and
+// counted apart from torn bytes; a torn record followed by zeros is torn.
 func TestTornTailIsCut(t *testing.T) {
-	cases := map[string]func(data []byte) []byte{
-		"cut mid payload": func(d []byte) []byte { return d[:len(d)-3] },
-		"cut mid header":  func(d []byte) []byte { return d[:len(d)-len(payload(99))-5] },
-		"zero tail":       func(d []byte) []byte { return append(d, make([]byte, 4096)...) },
-		"garbled last":    func(d []byte) []byte { d[len(d)-1] ^= 0xff; return d },
+	zeros := func(d []byte) []byte { return append(d, make([]byte, 4096)...) }
+	last := int64(headerSize + len(payload(99)))
+	cases := map[string]struct {
+		damage          func(data []byte) []byte
+		records         int
+		torn, zeroBytes int64
+	}{
+		"cut mid payload":       {func(d []byte) []byte { return d[:len(d)-3] }, 99, last - 3, 0},
+		"cut mid header":        {func(d []byte) []byte { return d[:len(d)-int(last)+3] }, 99, 3, 0},
+		"zero tail":             {zeros, 100, 0, 4096},
+		"garbled last":          {func(d []byte) []byte { d[len(d)-1] ^= 0xff; return d }, 99, last, 0},
+		"cut mid payload+zeros": {func(d []byte) []byte { return zeros(d[:len(d)-3]) }, 99, last - 3 + 4096, 0},
+		"cut mid header+zeros":  {func(d []byte) []byte { return zeros(d[:len(d)-int(last)+3]) }, 99, 3 + 4096, 0},
+		"garbled last+zeros":    {func(d []byte) []byte { d[len(d)-1] ^= 0xff; return zeros(d) }, 99, last + 4096, 0},
 	}
-	for name, damage := range cases {
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeN(t, dir, 100, 1<<20)
 			path := filepath.Join(dir, SegmentName(0))
 			data, _ := os.ReadFile(path)
-			if err := os.WriteFile(path, damage(data), 0o644); err != nil {
+			if err := os.WriteFile(path, c.damage(bytes.Clone(data)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			got, st, err := readAll(t, dir)
 			if err != nil {
 				t.Fatalf("replay: %v", err)
 			}
-			if len(got) < 99 {
-				t.Fatalf("got %d records, want >= 99", len(got))
+			if len(got) != c.records || st.TornBytes != c.torn || st.ZeroBytes != c.zeroBytes {
+				t.Fatalf("got %d records, %d torn bytes, %d zero bytes; want %d, %d, %d", len(got), st.TornBytes, st.ZeroBytes, c.records, c.torn, c.zeroBytes)
 			}
-			if st.TornBytes == 0 {
-				t.Fatalf("no torn bytes reported")
+			for i, p := range got {
+				if !bytes.Equal(p, payload(i)) {
+					t.Fatalf("record %d = %q", i, p)
+				}
+			}
+			after, _ := os.ReadFile(path)
+			if want := data[:len(data)-int(last)*(100-c.records)]; !bytes.Equal(after, want) {
+				t.Fatalf("segment holds %d bytes after the cut, want the %d of its good records", len(after), len(want))
 			}
 			// The cut is durable: a second replay is clean.
 			got2, st2, err := readAll(t, dir)
-			if err != nil || len(got2) != len(got) || st2.TornBytes != 0 {
-				t.Fatalf("second replay: %d records, torn %d, %v", len(got2), st2.TornBytes, err)
+			if err != nil || len(got2) != len(got) || st2.TornBytes != 0 || st2.ZeroBytes != 0 {
+				t.Fatalf("second replay: %d records, torn %d, zero %d, %v", len(got2), st2.TornBytes, st2.ZeroBytes, err)
 			}
 		})
 	}
