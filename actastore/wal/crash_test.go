@@ -159,8 +159,9 @@ func TestCloseCutsZeroTail(t *testing.T) {
 // TestZeroTailBeforeLastSegment: a segment that is not the last may end in
 // zeros (a crash before it was cut, then a writer that opened without
 // replaying): that is the end of its records, trimmed; any non-zero byte
-// after the zeros is corruption, in the last segment too (a bad length with
-// data after it is never a torn append).
+// after the zeros is corruption there. In the last segment a page of zeros
+// followed by data is what a power loss leaves of appends never synced
+// (TestLostPagesAreTorn): a torn tail.
 func TestZeroTailBeforeLastSegment(t *testing.T) {
 	var seg0, seg1 []byte
 	var recs0, recs1 [][]byte
@@ -182,14 +183,15 @@ func TestZeroTailBeforeLastSegment(t *testing.T) {
 		sizes   []int // of the segments after replay
 		zero    int64
 		corrupt *corrupt
+		torn    int64
 	}{
-		"zero tail":          {[][]byte{cat(seg0, zeros), seg1}, append(recs0, recs1...), []int{len(seg0), len(seg1)}, 8192, nil},
-		"zeros only":         {[][]byte{zeros, seg1}, recs1, []int{0, len(seg1)}, 8192, nil},
-		"zero tails in both": {[][]byte{cat(seg0, zeros), cat(seg1, zeros)}, append(recs0, recs1...), []int{len(seg0), len(seg1)}, 2 * 8192, nil},
+		"zero tail":          {[][]byte{cat(seg0, zeros), seg1}, append(recs0, recs1...), []int{len(seg0), len(seg1)}, 8192, nil, 0},
+		"zeros only":         {[][]byte{zeros, seg1}, recs1, []int{0, len(seg1)}, 8192, nil, 0},
+		"zero tails in both": {[][]byte{cat(seg0, zeros), cat(seg1, zeros)}, append(recs0, recs1...), []int{len(seg0), len(seg1)}, 2 * 8192, nil, 0},
 		"garbage after zeros": {[][]byte{cat(seg0, zeros, []byte{7}), seg1}, recs0, nil, 0,
-			&corrupt{0, len(seg0)}},
-		"garbage after zeros, last": {[][]byte{seg0, cat(seg1, zeros, []byte{7})}, append(recs0, recs1...), nil, 0,
-			&corrupt{1, len(seg1)}},
+			&corrupt{0, len(seg0)}, 0},
+		"garbage after zeros, last": {[][]byte{seg0, cat(seg1, zeros, []byte{7})}, append(recs0, recs1...), []int{len(seg0), len(seg1)}, 0,
+			nil, 8193},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -207,8 +209,8 @@ func TestZeroTailBeforeLastSegment(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			if len(got) != len(c.records) || st.ZeroBytes != c.zero || st.TornBytes != 0 {
-				t.Fatalf("%d records, %d zero bytes, %d torn; want %d, %d, 0", len(got), st.ZeroBytes, st.TornBytes, len(c.records), c.zero)
+			if len(got) != len(c.records) || st.ZeroBytes != c.zero || st.TornBytes != c.torn {
+				t.Fatalf("%d records, %d zero bytes, %d torn; want %d, %d, %d", len(got), st.ZeroBytes, st.TornBytes, len(c.records), c.zero, c.torn)
 			}
 			for i, p := range got {
 				if !bytes.Equal(p, c.records[i]) {
@@ -294,4 +296,100 @@ func TestReplayBeforePrealloc(t *testing.T) {
 		t.Fatalf("40 more records stayed in segment %d: want a rotation", end.Segment)
 	}
 	check(40, fileSize(t, filepath.Join(dir, SegmentName(end.Segment)))-end.Offset)
+}
+
+// TestLostPagesAreTorn: after a power loss, appends that were never synced
+// may come back with some pages zeros (the zero-filled space they were
+// written over) and later pages written, since the kernel writes pages
+// back in no order. Replay cuts the last segment at the first record with
+// such a page; the synced records before it all come back. A flipped bit
+// with data after it stays corruption.
+func TestLostPagesAreTorn(t *testing.T) {
+	var synced [][]byte
+	var seg []byte
+	for i := 1; i < 12; i++ {
+		p := crashPayload(i, 100)
+		synced = append(synced, p)
+		seg = AppendRecord(seg, p)
+	}
+	// Three appends never synced: a 20 KiB one, then two small ones.
+	big := make([]byte, 20<<10)
+	for k := range big {
+		big[k] = byte(k*13 + 5)
+	}
+	torn := len(seg)
+	unsynced := AppendRecord(AppendRecord(AppendRecord(nil, big), crashPayload(40, 100)), crashPayload(41, 100))
+	all := append(append([]byte(nil), seg...), unsynced...)
+	all = append(all, make([]byte, 3*pageSize)...) // the zero-filled space ahead
+
+	zeroPage := func(b []byte, page int64) []byte {
+		b = bytes.Clone(b)
+		clear(b[page*pageSize : (page+1)*pageSize])
+		return b
+	}
+	firstPage := int64(torn)/pageSize + 1 // the first page wholly inside the big record
+	headerPage := func() []byte {
+		// The big record's header on a page that was lost, the rest written:
+		// move the records so that it starts on a page boundary.
+		pad := int(roundUp(int64(torn))) - torn
+		p := make([]byte, pad-headerSize)
+		for k := range p {
+			p[k] = 9
+		}
+		s := AppendRecord(bytes.Clone(seg), p)
+		s = append(s, unsynced...)
+		s = append(s, make([]byte, pageSize)...)
+		return zeroPage(s, int64(len(seg)+pad)/pageSize)
+	}()
+	flipped := bytes.Clone(all)
+	flipped[torn+headerSize+100] ^= 1
+
+	for name, c := range map[string]struct {
+		data    []byte
+		records int
+		cutAt   int
+		corrupt bool
+	}{
+		"page inside a record lost":         {zeroPage(all, firstPage), len(synced), torn, false},
+		"page with a record's header lost":  {headerPage, len(synced) + 1, torn + int(roundUp(int64(torn))) - torn, false},
+		"the last page of the appends lost": {zeroPage(all, int64(len(seg)+len(unsynced)-1)/pageSize), -1, -1, false},
+		"a flipped bit, data after it":      {flipped, len(synced), torn, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, SegmentName(0))
+			if err := os.WriteFile(path, c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, st, err := readAll(t, dir)
+			if c.corrupt {
+				var ce *CorruptionError
+				if !errors.As(err, &ce) || ce.Offset != int64(c.cutAt) {
+					t.Fatalf("got %v, want corruption at %d", err, c.cutAt)
+				}
+				if got := fileSize(t, path); got != int64(len(c.data)) {
+					t.Fatalf("a corrupt segment was changed: %d bytes, was %d", got, len(c.data))
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) < len(synced) {
+				t.Fatalf("%d records back, want the %d synced ones at least", len(got), len(synced))
+			}
+			for i, p := range synced {
+				if !bytes.Equal(got[i], p) {
+					t.Fatalf("record %d differs", i)
+				}
+			}
+			if c.records >= 0 && len(got) != c.records {
+				t.Fatalf("%d records back, want %d", len(got), c.records)
+			}
+			if c.corrupt || c.cutAt < 0 {
+				return
+			}
+			if size := fileSize(t, path); size != int64(c.cutAt) || st.TornBytes != int64(len(c.data)-c.cutAt) {
+				t.Fatalf("segment %d bytes, %d torn; want cut at %d, %d torn", size, st.TornBytes, c.cutAt, len(c.data)-c.cutAt)
+			}
+		})
+	}
 }

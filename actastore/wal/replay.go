@@ -113,8 +113,56 @@ func (e *recordError) tornTail(data []byte) bool {
 	// A complete final record that fails its checksum: its bytes reached the
 	// file only in part. A bad length with data after it is not treated so:
 	// the writer never leaves a half-written header followed by more bytes.
-	return errors.Is(e.err, errChecksum) && allZero(data[e.end:])
+	if errors.Is(e.err, errChecksum) && allZero(data[e.end:]) {
+		return true
+	}
+	return e.lostPage(data)
 }
+
+// pageSize is the unit in which the kernel writes a file's pages back.
+const pageSize = 4096
+
+// minLostChunk: a record's part of a lost page shorter than this is not
+// taken for one (a record's own bytes may hold a few zeros).
+const minLostChunk = 64
+
+// lostPage reports whether the damaged record at e has a page's worth of
+// zeros in it: what a power loss leaves of an append that was never
+// synced. The segment's space is zero-filled ahead of the writer
+// (prealloc.go), and the kernel writes dirty pages back one by one in no
+// order, so such an append can come back with some of its pages still
+// zero and later appends' pages written. Every acknowledged record had
+// every byte before it synced, so a record with a lost page, and all that
+// follows it, was never acknowledged: a torn tail. Damage without such a
+// page (a flipped bit in an acknowledged record) stays corruption.
+func (e *recordError) lostPage(data []byte) bool {
+	n := int64(len(data))
+	if errors.Is(e.err, errLength) {
+		// A zero length: the header's page was lost (no length of zero is
+		// written). Other bad lengths are not what a lost page leaves.
+		if n-e.off < 4 || binary.LittleEndian.Uint32(data[e.off:]) != 0 {
+			return false
+		}
+		end := min(n, max(e.off+headerSize, roundUp(e.off+1)))
+		return allZero(data[e.off:end])
+	}
+	if !errors.Is(e.err, errChecksum) {
+		return false
+	}
+	// The pages the record is on, to the end of the one it ends in (a lost
+	// page holds the record's end and the next record's start).
+	limit := min(n, roundUp(e.end))
+	for q := e.off &^ (pageSize - 1); q < limit; q += pageSize {
+		c := data[max(q, e.off):min(q+pageSize, limit)]
+		if len(c) >= minLostChunk && allZero(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// roundUp rounds off up to a page boundary.
+func roundUp(off int64) int64 { return (off + pageSize - 1) &^ (pageSize - 1) }
 
 func allZero(b []byte) bool {
 	return len(bytes.TrimLeft(b, "\x00")) == 0

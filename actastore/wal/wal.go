@@ -22,11 +22,12 @@
 // Linux) writes data and no file system metadata (prealloc.go).
 //
 // Reading tells two failures apart. In the last segment, a record that is
-// cut short or fails its checksum with nothing valid after it is a torn
-// tail: the write that produced it was never acknowledged, so Replay cuts it
-// off. Anywhere else, a bad record is corruption of acknowledged data and is
-// reported as a *CorruptionError naming segment and offset; Replay does not
-// guess past it.
+// cut short, fails its checksum with nothing valid after it, or has a lost
+// page of zeros in it (what a power loss leaves of unsynced appends) is a
+// torn tail: the write that produced it was never acknowledged, so Replay
+// cuts it off with everything after it. Anywhere else, a bad record is
+// corruption of acknowledged data and is reported as a *CorruptionError
+// naming segment and offset; Replay does not guess past it.
 package wal
 
 import (
