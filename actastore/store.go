@@ -206,7 +206,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 	if err := s.dedupeReplayed(); err != nil {
 		return nil, err
 	}
-	if s.wal, err = wal.Open(filepath.Join(dir, walDirName), wal.Options{SegmentSize: opts.WALSegmentSize}); err != nil {
+	if s.wal, err = wal.Open(filepath.Join(dir, walDirName), wal.Options{SegmentSize: opts.WALSegmentSize, Preallocate: opts.WALPreallocate}); err != nil {
 		return nil, err
 	}
 	undo = append(undo, s.wal.Close)

@@ -104,6 +104,9 @@ type StorageConfig struct {
 	WALSync         string        `yaml:"wal_sync"`
 	WALSyncInterval time.Duration `yaml:"wal_sync_interval"`
 	WALSegmentSize  ByteSize      `yaml:"wal_segment_size"`
+	// WALPreallocate zero-fills WAL space ahead of the writer: each fsync
+	// then writes data only, and every WAL byte is written twice.
+	WALPreallocate bool `yaml:"wal_preallocate"`
 	// BlockRows flushes a series' head into one Acta block at this many samples.
 	BlockRows int `yaml:"block_rows"`
 	// MaxHeadAge flushes a series' head when its oldest sample is this old.

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -10,10 +11,15 @@ import (
 // a 40 KiB batch appended and synced, one at a time, on the file system of
 // the test's temporary directory (set TMPDIR to measure a disk). It reports
 // the mean, p50 and p99 latency of append+sync in µs; with preallocation the
-// sync writes data and no file-system metadata (prealloc.go). Uses only the
-// public API, so the same file runs against an older release.
+// sync writes data and no file-system metadata (prealloc.go).
 func BenchmarkAppendSync(b *testing.B) {
-	l, err := Open(b.TempDir(), Options{})
+	for _, pre := range []bool{false, true} {
+		b.Run(fmt.Sprint("preallocate=", pre), func(b *testing.B) { benchAppendSync(b, pre) })
+	}
+}
+
+func benchAppendSync(b *testing.B, pre bool) {
+	l, err := Open(b.TempDir(), Options{Preallocate: pre})
 	if err != nil {
 		b.Fatal(err)
 	}

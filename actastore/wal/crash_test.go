@@ -57,7 +57,7 @@ func TestCrashPreallocated(t *testing.T) {
 	for _, n := range []int{0, 1, 300} {
 		t.Run("", func(t *testing.T) {
 			dir := t.TempDir()
-			l, err := Open(dir, Options{SegmentSize: 256 << 10})
+			l, err := Open(dir, Options{SegmentSize: 256 << 10, Preallocate: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestCrashPreallocated(t *testing.T) {
 			if got := fileSize(t, lastPath); got != end.Offset {
 				t.Fatalf("last segment is %d bytes after replay, want %d", got, end.Offset)
 			}
-			l, err = Open(dir, Options{SegmentSize: 256 << 10})
+			l, err = Open(dir, Options{SegmentSize: 256 << 10, Preallocate: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestCrashPreallocated(t *testing.T) {
 // Cut leaves the segment cut to its records.
 func TestCloseCutsZeroTail(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, Options{})
+	l, err := Open(dir, Options{Preallocate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestReplayBeforePrealloc(t *testing.T) {
 		}
 	}
 	check(0, 0)
-	l, err := Open(dir, Options{SegmentSize: 16 << 10})
+	l, err := Open(dir, Options{SegmentSize: 16 << 10, Preallocate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

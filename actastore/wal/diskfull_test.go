@@ -27,7 +27,7 @@ func TestDiskFull(t *testing.T) {
 	for _, segSize := range []int64{1 << 20, 8 << 10} {
 		t.Run(fmt.Sprint("segment_size=", segSize), func(t *testing.T) {
 			os.RemoveAll(dir)
-			l, err := Open(dir, Options{SegmentSize: segSize})
+			l, err := Open(dir, Options{SegmentSize: segSize, Preallocate: true})
 			if err != nil {
 				t.Fatal(err)
 			}

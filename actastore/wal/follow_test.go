@@ -73,7 +73,7 @@ func TestFollower(t *testing.T) {
 // that is no longer the last (a crashed writer) for the end of its records.
 func TestFollowerZeroTail(t *testing.T) {
 	dir := t.TempDir()
-	l, err := Open(dir, Options{})
+	l, err := Open(dir, Options{Preallocate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestFollowerZeroTail(t *testing.T) {
 	crash(t, l)
 	// A writer that opens without replaying leaves segment 0 with its
 	// zero tail before the new last segment.
-	l, err = Open(dir, Options{})
+	l, err = Open(dir, Options{Preallocate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/acta-remote/acta-remote/durable"
 )
 
-// Preallocation. An fdatasync of an append that grows a file commits a file
+// Preallocation (Options.Preallocate). An fdatasync of an append that grows a file commits a file
 // system journal transaction (the new size, the new blocks); one that only
 // overwrites space whose size and blocks are already durable flushes data
 // alone. So a background goroutine keeps the space ahead of the write
@@ -39,7 +39,7 @@ const (
 // less than half the wanted space is prepared ahead of the write offset.
 // Called with mu held.
 func (l *Log) maybePrepLocked() {
-	if l.prep != nil || l.noPrep || l.closed || l.failed != nil {
+	if !l.prealloc || l.prep != nil || l.noPrep || l.closed || l.failed != nil {
 		return
 	}
 	ahead := min(max(l.off, prepMin), prepMax)

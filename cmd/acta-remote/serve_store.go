@@ -36,6 +36,7 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 		WALSync:            sync,
 		WALSyncInterval:    s.WALSyncInterval,
 		WALSegmentSize:     int64(s.WALSegmentSize),
+		WALPreallocate:     s.WALPreallocate,
 		BlockRows:          s.BlockRows,
 		MaxHeadAge:         s.MaxHeadAge,
 		OutOfOrderWindow:   s.OutOfOrderWindow,
