@@ -82,8 +82,8 @@ func TestReadOnlyWhileOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Where the next record goes: the segment's zero-filled space (package
-	// wal preallocates) follows the records.
+	// Where the next record goes: with WAL preallocation a zero-filled
+	// space follows the records, so not at the file's end.
 	f.WriteAt([]byte{40, 0, 0, 0, 1, 2}, s.wal.End().Offset)
 	f.Close()
 	before, _ := os.Stat(last)

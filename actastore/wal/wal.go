@@ -17,9 +17,10 @@
 //
 // Writers append whole batches of records with one write(2) and make them
 // durable with Sync, which commits groups: while one caller fsyncs, later
-// callers queue, and the next fsync covers all of them. The space ahead of
-// the writer is kept zero-filled and synced, so that fsync (fdatasync on
-// Linux) writes data and no file system metadata (prealloc.go).
+// callers queue, and the next fsync covers all of them. With
+// Options.Preallocate the space ahead of the writer is kept zero-filled and
+// synced, so that fsync (fdatasync on Linux) writes data and no file system
+// metadata (prealloc.go).
 //
 // Reading tells two failures apart. In the last segment, a record that is
 // cut short, fails its checksum with nothing valid after it, or has a lost
@@ -306,10 +307,12 @@ func (l *Log) Append(payloads ...[]byte) (Pos, error) {
 // create fails (a full disk), the log keeps appending to the current one
 // and can rotate again later, instead of holding a closed file.
 func (l *Log) rotateLocked() error {
-	if err := l.f.Truncate(l.off); err != nil {
-		return fmt.Errorf("wal: cut segment %08d to its records at %d: %w", l.seg, l.off, err)
+	if l.prealloc {
+		if err := l.f.Truncate(l.off); err != nil {
+			return fmt.Errorf("wal: cut segment %08d to its records at %d: %w", l.seg, l.off, err)
+		}
+		l.zeroEnd = min(l.zeroEnd, l.off)
 	}
-	l.zeroEnd = min(l.zeroEnd, l.off)
 	if err := l.f.Sync(); err != nil {
 		// Sticky for the reason Sync gives.
 		l.failed = fmt.Errorf("wal: sync segment %08d: %w (appends refused since: a failed fsync may have lost unsynced records)", l.seg, err)
@@ -482,7 +485,10 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.waitPrepLocked()
-	err := l.f.Truncate(l.off)
+	var err error
+	if l.prealloc {
+		err = l.f.Truncate(l.off)
+	}
 	if serr := l.f.Sync(); err == nil {
 		err = serr
 	}
