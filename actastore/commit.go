@@ -75,10 +75,18 @@ func (s *Store) Commit(ctx context.Context, b *Batch) (Result, error) {
 		}
 		s.m.walFsync.Observe(time.Since(start).Seconds())
 	}
+	if testHookBeforeApply != nil {
+		testHookBeforeApply()
+	}
 	t.apply(int32(pos.Segment))
 	t.count()
 	return res, nil
 }
+
+// testHookBeforeApply, set by tests only, runs between a commit's WAL
+// write (and sync) and its apply to the heads: a test holds one commit
+// there while a later one overtakes it.
+var testHookBeforeApply func()
 
 // Append stores float samples only: a Commit of a batch holding just them.
 func (s *Store) Append(ctx context.Context, batch []SeriesSamples) (AppendResult, error) {
@@ -645,9 +653,7 @@ func insertAll[S any](k kind[S], tr *track[S], ss []S, seg int32, nowNs int64, l
 	if appendable(k, tr, ss) {
 		// The usual case: newer than the whole head, in order, nothing being
 		// flushed: one append instead of a search and a growth per sample.
-		if tr.head.len() == 0 {
-			tr.headSeg, tr.headSince = seg, nowNs
-		}
+		tr.headFrom(seg, nowNs)
 		b := tr.head.addNewer(k, ss, lazy)
 		if t := k.ts(ss[len(ss)-1]); tr.maxT == noTime || t > tr.maxT {
 			tr.maxT = t

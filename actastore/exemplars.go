@@ -76,6 +76,8 @@ func (e *exemplars) add(es []Exemplar, seg int32, nowNs int64) int {
 		}
 		if e.unflushed == 0 {
 			e.seg, e.since = seg, nowNs
+		} else {
+			e.seg = min(e.seg, seg) // commits apply out of WAL order (track.headFrom)
 		}
 		x.Labels = x.Labels.Copy() // the caller's batch memory is not ours
 		e.kept = append(e.kept, x)

@@ -254,15 +254,27 @@ func insert[S any](k kind[S], tr *track[S], smp S, seg int32, nowNs int64, lazy 
 	if _, found := find(k, tr.flushingBuf(), t); found {
 		return false, 0
 	}
-	if tr.head.len() == 0 {
-		tr.headSeg = seg
-		tr.headSince = nowNs
-	}
+	tr.headFrom(seg, nowNs)
 	b := tr.head.addNew(k, smp, lazy)
 	if tr.maxT == noTime || t > tr.maxT {
 		tr.maxT = t
 	}
 	return true, b
+}
+
+// headFrom notes that the head is about to take samples logged in WAL
+// segment seg, at nowNs. The head keeps the lowest segment of its samples,
+// not the first one's: commits reach the heads in any order once their
+// records are in the WAL (group commit wakes them together), so a commit
+// logged in segment n can be applied after one logged in n+1. Keeping
+// n+1 let WAL truncation delete segment n while its samples were only in
+// memory, and a kill -9 then lost them although they were acknowledged.
+func (tr *track[S]) headFrom(seg int32, nowNs int64) {
+	if tr.head.len() == 0 {
+		tr.headSeg, tr.headSince = seg, nowNs
+	} else if seg < tr.headSeg {
+		tr.headSeg = seg
+	}
 }
 
 // walSegNeeded is the lowest WAL segment whose samples the track still
