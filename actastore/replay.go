@@ -257,8 +257,11 @@ func (rp *replayer) define(r seriesRec, seg int) error {
 }
 
 // series returns the live series of ref; nil, nil for one removed since
-// (its records are dropped: expired or deleted data).
-func (rp *replayer) series(ref uint64, what string, seg int32) (*memSeries, error) {
+// (its records are dropped: expired or deleted data). what names the
+// records for the error: a func, so that replay, which calls this for
+// every series of every record, builds no string (the concatenation was a
+// third of a replay's time).
+func (rp *replayer) series(ref uint64, seg int32, what func() string) (*memSeries, error) {
 	ms := rp.s.reg.byRef[ref]
 	if ms != nil {
 		return ms, nil
@@ -266,11 +269,11 @@ func (rp *replayer) series(ref uint64, what string, seg int32) (*memSeries, erro
 	if _, deleted := rp.s.reg.deleted[ref]; deleted || rp.legacy {
 		return nil, nil
 	}
-	return nil, fmt.Errorf("%s for unknown series %016x in WAL segment %08d", what, ref, seg)
+	return nil, fmt.Errorf("%s for unknown series %016x in WAL segment %08d", what(), ref, seg)
 }
 
 func replaySamples[S any](rp *replayer, k kind[S], seg int32, ref uint64, smps []S) error {
-	ms, err := rp.series(ref, k.name()+" samples", seg)
+	ms, err := rp.series(ref, seg, func() string { return k.name() + " samples" })
 	if ms == nil || err != nil {
 		return err
 	}
@@ -287,7 +290,7 @@ func replaySamples[S any](rp *replayer, k kind[S], seg int32, ref uint64, smps [
 }
 
 func (rp *replayer) exemplars(seg int32, ref uint64, es []Exemplar) error {
-	ms, err := rp.series(ref, "exemplars", seg)
+	ms, err := rp.series(ref, seg, func() string { return "exemplars" })
 	if ms == nil || err != nil {
 		return err
 	}

@@ -440,7 +440,7 @@ func pruneStarts[S any](k kind[S], tr *track[S]) int {
 // those of samples the head holds (a sample replay dropped takes its start
 // timestamp with it).
 func (rp *replayer) starts(seg int32, ref uint64, k kindID, sts []StartTime) error {
-	ms, err := rp.series(ref, "start timestamps", seg)
+	ms, err := rp.series(ref, seg, func() string { return "start timestamps" })
 	if ms == nil || err != nil {
 		return err
 	}
