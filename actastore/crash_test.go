@@ -106,7 +106,8 @@ func TestCrashKill9(t *testing.T) {
 	}
 	rounds := crashRounds("ACTASTORE_CRASH_ROUNDS", 24)
 	dir := t.TempDir()
-	r := rand.New(rand.NewPCG(42, 42))
+	keepOnFailure(t, dir)
+	r := rand.New(rand.NewPCG(crashSeed(), 42))
 	// baseline: what a previous reopen returned; it must all survive.
 	baseline := map[string]map[int64]uint64{}
 	var repairs atomic.Int64
@@ -125,6 +126,7 @@ func TestCrashKill9(t *testing.T) {
 			tearRandomSeriesFile(t, dir, r)
 		}
 
+		snapshotKilled(t, dir)
 		opts := crashOptions()
 		opts.MaxHeadAge = time.Hour
 		opts.Logger = slog.New(countingHandler{Handler: slog.DiscardHandler, repairs: &repairs})
@@ -203,6 +205,48 @@ func crashRounds(env string, def int) int {
 		return n
 	}
 	return def
+}
+
+// crashSeed seeds a crash test's kill timings: 42, or
+// $ACTASTORE_CRASH_SEED, so that a soak's loops each kill at other moments.
+func crashSeed() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("ACTASTORE_CRASH_SEED"), 10, 64); err == nil {
+		return n
+	}
+	return 42
+}
+
+// keepOnFailure: with $ACTASTORE_CRASH_KEEP set, a failed crash test
+// copies its data directory there, as the check found it and as the last
+// kill left it (snapshotKilled, before the reopen repaired anything), for
+// a post-mortem of a failure a soak found once in many runs.
+func keepOnFailure(t *testing.T, dir string) {
+	keep := os.Getenv("ACTASTORE_CRASH_KEEP")
+	if keep == "" {
+		return
+	}
+	t.Cleanup(func() { // runs before TempDir's removal
+		if !t.Failed() {
+			return
+		}
+		to := filepath.Join(keep, fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()))
+		copyDir(t, dir, to)
+		if _, err := os.Stat(dir + ".killed"); err == nil {
+			copyDir(t, dir+".killed", to+".killed")
+		}
+		t.Logf("data directory kept in %s, as the last kill left it in %s.killed", to, to)
+	})
+}
+
+// snapshotKilled copies dir to dir.killed when $ACTASTORE_CRASH_KEEP is set.
+func snapshotKilled(t *testing.T, dir string) {
+	if os.Getenv("ACTASTORE_CRASH_KEEP") == "" {
+		return
+	}
+	if err := os.RemoveAll(dir + ".killed"); err != nil {
+		t.Fatal(err)
+	}
+	copyDir(t, dir, dir+".killed")
 }
 
 // runChild runs the child test child on dir for round for about d, kills
