@@ -2,7 +2,7 @@ package actastore
 
 import (
 	"math"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,11 +50,9 @@ func testOvertakenCommit(t *testing.T, exemplarsOnly bool) {
 	}
 
 	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
+	var holding atomic.Bool
 	testHookBeforeApply = func() {
-		first := false
-		once.Do(func() { first = true })
-		if first {
+		if holding.CompareAndSwap(false, true) { // the first commit only
 			close(held)
 			<-release
 		}
@@ -70,7 +68,6 @@ func testOvertakenCommit(t *testing.T, exemplarsOnly bool) {
 	if err := <-errA; err != nil {
 		t.Fatal(err)
 	}
-	testHookBeforeApply = nil
 	if err := s.truncateWAL(); err != nil {
 		t.Fatal(err)
 	}
