@@ -203,6 +203,23 @@ type replayer struct {
 	// seen and total are the record bytes replayed so far and the WAL's
 	// size: how far through it the replay is (growForReplay).
 	seen, total int64
+	hints       [numKinds]seriesHint // replay_pipeline.go
+	// What a record's series added to the heads, counted here and added
+	// to the store's atomic counters once a record (flushCounts): an
+	// atomic add per series was a tenth of the applying stage.
+	headSamples, headBytes, headSeries int64
+}
+
+// flushCounts adds what the records applied since the last call added to
+// the heads to the store's counters.
+func (rp *replayer) flushCounts() {
+	if rp.headSeries != 0 {
+		rp.s.hd.series.Add(rp.headSeries)
+	}
+	if rp.headSamples != 0 || rp.headBytes != 0 {
+		rp.s.hd.added(rp.headSamples, rp.headBytes)
+	}
+	rp.headSamples, rp.headBytes, rp.headSeries = 0, 0, 0
 }
 
 // segmentBytes is the size of the WAL segments in dir (0 when unknown).
@@ -272,21 +289,19 @@ func (rp *replayer) series(ref uint64, seg int32, what func() string) (*memSerie
 	return nil, fmt.Errorf("%s for unknown series %016x in WAL segment %08d", what(), ref, seg)
 }
 
-func replaySamples[S any](rp *replayer, k kind[S], seg int32, ref uint64, smps []S) error {
-	ms, err := rp.series(ref, seg, func() string { return k.name() + " samples" })
-	if ms == nil || err != nil {
-		return err
-	}
+// replaySamples puts one series' samples of a record into its head; the
+// caller adds the counts to the store (flushCounts).
+func replaySamples[S any](rp *replayer, k kind[S], ms *memSeries, seg int32, smps []S) {
 	tr := k.track(ms, true)
 	idle := !ms.hasHeadLocked()
 	growForReplay(k, tr, len(smps), rp.seen, rp.total)
 	n, b := insertAll(k, tr, smps, seg, rp.nowNs, true)
 	if idle && ms.hasHeadLocked() {
-		rp.s.hd.series.Add(1)
+		rp.headSeries++
 	}
-	rp.s.hd.added(int64(n), b)
+	rp.headSamples += int64(n)
+	rp.headBytes += b
 	rp.replayed += n
-	return nil
 }
 
 func (rp *replayer) exemplars(seg int32, ref uint64, es []Exemplar) error {

@@ -47,7 +47,12 @@ func (s *Store) replayLegacyHistWAL() (bool, error) {
 		case legacyHistRecHistograms:
 			var err error
 			rp.hs, err = decodeSamplesRecord(histograms, p, rp.hs, func(ref uint64, hs []HistogramSample) error {
-				return replaySamples(&rp, histograms, 0, ref, hs)
+				ms, err := rp.series(ref, 0, func() string { return "histogram samples" })
+				if ms != nil {
+					replaySamples(&rp, histograms, ms, 0, hs)
+					rp.flushCounts()
+				}
+				return err
 			})
 			return err
 		case legacyHistRecExemplars:
