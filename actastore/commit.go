@@ -635,8 +635,13 @@ func appendable[S any](k kind[S], tr *track[S], ss []S) bool {
 	if len(ss) == 0 || len(tr.flushingBuf()) > 0 {
 		return false
 	}
-	if t := tr.head.maxT(k); t != noTime && t >= k.ts(ss[0]) {
-		return false
+	// tr.maxT is at or above every head sample (insert raises it, nothing
+	// lowers it), so a batch newer than it is newer than the head without
+	// reading the head's tail, a cache miss per series of a commit.
+	if t0 := k.ts(ss[0]); tr.maxT != noTime && t0 <= tr.maxT {
+		if t := tr.head.maxT(k); t != noTime && t >= t0 {
+			return false
+		}
 	}
 	for i := 1; i < len(ss); i++ {
 		if k.ts(ss[i]) <= k.ts(ss[i-1]) {
