@@ -164,6 +164,7 @@ func (s *Store) replayWAL() error {
 		s.log.Warn("cut torn WAL tail", "bytes", st.TornBytes)
 	}
 	s.replayedSamples += rp.replayed
+	s.replayLookups += rp.lookups
 	return nil
 }
 
@@ -204,6 +205,7 @@ type replayer struct {
 	// size: how far through it the replay is (growForReplay).
 	seen, total int64
 	hints       [numKinds]seriesHint // replay_pipeline.go
+	lookups     int                  // registry lookups of sample records' series (hint misses)
 	// What a record's series added to the heads, counted here and added
 	// to the store's atomic counters once a record (flushCounts): an
 	// atomic add per series was a tenth of the applying stage.

@@ -158,16 +158,17 @@ func (rp *replayer) applyItem(it *replayItem) error {
 		hint = &rp.hints[kindHistogram]
 	}
 	var err error
-	for i, sp := range it.spans {
-		ms := hint.at(i, sp.ref)
+	for _, sp := range it.spans {
+		ms := hint.after(sp.ref)
 		if ms == nil {
+			rp.lookups++
 			if ms, err = rp.series(sp.ref, it.seg, it.what); err != nil {
 				break
 			}
-			hint.set(i, ms)
 			if ms == nil {
 				continue // removed since
 			}
+			hint.follows(ms)
 		}
 		if it.hist {
 			replaySamples(rp, histograms, ms, it.seg, it.hs[sp.lo:sp.hi])
@@ -190,26 +191,42 @@ func (it *replayItem) what() string {
 	return floats.name() + " samples"
 }
 
-// seriesHint remembers the series of each position of the last sample
-// record of a kind. Senders send their series in the same order request
-// after request, so position i of the next record is most often the same
-// series: one compare instead of a registry map lookup, which was a fifth
-// of a replay's applying stage (BenchmarkReplayFullHead, commit message).
-// A hit is checked against the ref, and replay only ever adds to the
-// registry (tombstones remove series after it: applyTombstones), so a hint
-// is never a series that left it.
-type seriesHint []*memSeries
+// seriesHint remembers, for each series (by index id), the series that
+// came after it in the WAL's sample records of a kind. A sender sends its
+// series in the same order scrape after scrape, however its requests cut
+// that order and however many senders interleave, so the next series of
+// a record is most often the one that followed the previous series last
+// time: one compare against the ref instead of a registry map lookup,
+// which was a fifth of a replay's applying stage (BenchmarkReplayFullHead,
+// commit message). Replay only ever adds to the registry (tombstones
+// remove series after it: applyTombstones), so a hint never names a series
+// that left it. The table costs a pointer per series while the replay
+// runs.
+type seriesHint struct {
+	next []*memSeries // by the id of the series before
+	prev *memSeries   // the series of the last span applied
+}
 
-func (h seriesHint) at(i int, ref uint64) *memSeries {
-	if i < len(h) && h[i] != nil && h[i].ref == ref {
-		return h[i]
+// after returns the series of ref if it is the one that followed the
+// previous series last time, else nil; it becomes the previous series.
+func (h *seriesHint) after(ref uint64) *memSeries {
+	if p := h.prev; p != nil && int(p.id) < len(h.next) {
+		if ms := h.next[p.id]; ms != nil && ms.ref == ref {
+			h.prev = ms
+			return ms
+		}
 	}
 	return nil
 }
 
-func (h *seriesHint) set(i int, ms *memSeries) {
-	for len(*h) <= i {
-		*h = append(*h, nil)
+// follows notes that ms, found in the registry, came after the previous
+// series, and makes it the previous one.
+func (h *seriesHint) follows(ms *memSeries) {
+	if p := h.prev; p != nil {
+		if n := int(p.id) + 1; n > len(h.next) {
+			h.next = append(h.next, make([]*memSeries, max(n, 2*len(h.next))-len(h.next))...)
+		}
+		h.next[p.id] = ms
 	}
-	(*h)[i] = ms
+	h.prev = ms
 }

@@ -50,6 +50,7 @@ type Store struct {
 	tier    *tier // nil without Options.Tier (tier.go)
 
 	replayedSamples int         // at Open, for the metric
+	replayLookups   int         // at Open: registry lookups of replayed sample records' series (tests)
 	tombstones      []tombstone // replayed at Open, applied to the files before it returns
 	// lastTruncFlushes is the flush count at the last truncation attempt
 	// of the flush loop (used by that goroutine only).
