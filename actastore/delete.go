@@ -22,11 +22,26 @@ import (
 // series (ref, mint, maxt) goes to the WAL and is fsynced: from then on the
 // deletion happens whatever follows. The heads lose the range, then each
 // file is deleted (wholly in the range) or rewritten without it (rotation.
-// Rewrite: temp, fsync, validate, rename). A series left with nothing is
-// removed from the index and the catalog. WAL truncation waits for all of
-// it (truncMu), so a tombstone is in the WAL until its files are done; a
+// Rewrite: temp, fsync, validate, rename). Then a tombstones-done record
+// goes to the WAL and is fsynced. A series left with nothing is removed
+// from the index and the catalog. WAL truncation waits for all of it
+// (truncMu), so a tombstone is in the WAL until its files are done; a
 // restart replays it, drops the range from the replayed heads, and applies
-// it to the files again (idempotent).
+// it to the files again (idempotent) unless its done record follows.
+//
+// A deletion removes what was logged before its tombstone and nothing
+// logged after it, live and after a restart alike:
+//   - The tombstone is logged and the heads lose the range with appendMu
+//     held exclusively, so every commit logged before it is in the heads
+//     (and loses the range) and none logged after it is yet.
+//   - The flush locks of the series are held from then until the done
+//     record is durable, so nothing logged after the tombstone reaches a
+//     file of theirs before the files are done; a restart that re-applies
+//     an unfinished deletion to the files removes nothing logged after it.
+//   - A finished deletion is not re-applied to the files: samples written
+//     into its range afterwards (a backfill after a delete) are kept. Before
+//     the done record they were lost after a kill -9 once flushed
+//     (TestDeleteThenRewriteSurvivesCrash).
 
 // tombstone is one deleted range of one series, ms inclusive.
 type tombstone struct {
@@ -34,11 +49,12 @@ type tombstone struct {
 	Mint, Maxt int64
 }
 
-// appendTombstonesRecord encodes one record:
+// appendTombstonesRecord encodes one record of type typ (recTombstones or
+// recTombstonesDone):
 //
-//	type=8 | count uvarint | count × (ref uint64 LE | mint varint | maxt varint)
-func appendTombstonesRecord(dst []byte, ts []tombstone) []byte {
-	dst = append(dst, recTombstones)
+//	type=8|10 | count uvarint | count × (ref uint64 LE | mint varint | maxt varint)
+func appendTombstonesRecord(typ byte, dst []byte, ts []tombstone) []byte {
+	dst = append(dst, typ)
 	dst = binary.AppendUvarint(dst, uint64(len(ts)))
 	for _, t := range ts {
 		dst = binary.LittleEndian.AppendUint64(dst, t.Ref)
@@ -104,47 +120,81 @@ func (s *Store) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*label
 	for i, m := range list {
 		ts[i] = tombstone{Ref: m.ref, Mint: mint, Maxt: maxt}
 	}
-	var recs [][]byte
-	for len(ts) > 0 {
-		n := min(len(ts), maxRecordPayload/30)
-		recs = append(recs, appendTombstonesRecord(nil, ts[:n]))
-		ts = ts[n:]
-	}
-	s.appendMu.RLock()
-	pos, err := s.wal.Append(recs...)
+	s.appendMu.Lock()
+	unlockFlushes := s.lockFlushes(list)
+	err := s.logTombstones(recTombstones, ts)
 	if err == nil {
-		err = s.wal.Sync(pos)
+		for _, m := range list {
+			m.mu.Lock()
+			s.dropHeadRange(m, mint, maxt)
+			m.mu.Unlock()
+		}
 	}
-	s.appendMu.RUnlock()
+	s.appendMu.Unlock()
 	if err != nil {
+		unlockFlushes()
 		s.truncMu.Unlock()
 		return 0, fmt.Errorf("delete series: write tombstones to the WAL: %w", err)
 	}
 	var errs []error
 	var emptied []*memSeries
+	var done []tombstone
 	for _, m := range list {
-		if err := s.deleteRange(m, mint, maxt); err != nil {
+		if err := errors.Join(deleteFromFiles(s, floats, m, mint, maxt), deleteFromFiles(s, histograms, m, mint, maxt),
+			s.deleteExemplars(m, mint, maxt)); err != nil {
 			errs = append(errs, err)
-			continue
+			continue // its tombstone is applied to the files again at the next start
 		}
 		emptied = append(emptied, m)
+		done = append(done, tombstone{Ref: m.ref, Mint: mint, Maxt: maxt})
 	}
+	if len(done) > 0 {
+		s.appendMu.RLock()
+		if err := s.logTombstones(recTombstonesDone, done); err != nil {
+			errs = append(errs, fmt.Errorf("delete series: write tombstones-done to the WAL: %w", err))
+		}
+		s.appendMu.RUnlock()
+	}
+	unlockFlushes()
 	s.truncMu.Unlock()
 	_, rerr := s.removeSeries(emptied) // those left without data
 	return len(list), errors.Join(append(errs, rerr)...)
 }
 
-// deleteRange drops [mint, maxt] of one series from its heads, exemplars
-// and files (its flush lock held, so no flush writes meanwhile).
-func (s *Store) deleteRange(ms *memSeries, mint, maxt int64) error {
-	mu := s.flushLock(ms)
-	mu.Lock()
-	defer mu.Unlock()
-	ms.mu.Lock()
-	s.dropHeadRange(ms, mint, maxt)
-	ms.mu.Unlock()
-	return errors.Join(deleteFromFiles(s, floats, ms, mint, maxt), deleteFromFiles(s, histograms, ms, mint, maxt),
-		s.deleteExemplars(ms, mint, maxt))
+// logTombstones writes ts as records of type typ (recTombstones or
+// recTombstonesDone) to the WAL and fsyncs them (appendMu held).
+func (s *Store) logTombstones(typ byte, ts []tombstone) error {
+	var recs [][]byte
+	for len(ts) > 0 {
+		n := min(len(ts), maxRecordPayload/30)
+		recs = append(recs, appendTombstonesRecord(typ, nil, ts[:n]))
+		ts = ts[n:]
+	}
+	pos, err := s.wal.Append(recs...)
+	if err == nil {
+		err = s.wal.Sync(pos)
+	}
+	return err
+}
+
+// lockFlushes takes the flush locks of the series in list, each stripe
+// once and in stripe order (so two deletions cannot deadlock), and returns
+// their unlock.
+func (s *Store) lockFlushes(list []*memSeries) func() {
+	stripes := make([]int, 0, len(list))
+	for _, m := range list {
+		stripes = append(stripes, int(m.ref%flushStripes))
+	}
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for _, i := range stripes {
+		s.flushMu[i].Lock()
+	}
+	return func() {
+		for _, i := range stripes {
+			s.flushMu[i].Unlock()
+		}
+	}
 }
 
 // dropHeadRange removes [mint, maxt] from every head of ms (mu held).
@@ -342,12 +392,27 @@ func (rp *replayer) tombstone(t tombstone) error {
 	return nil
 }
 
+// tombstoneDone takes a finished deletion off the list applyTombstones
+// applies to the files: its files were done before the crash, and what
+// they hold in its range now was written after it.
+func (rp *replayer) tombstoneDone(t tombstone) error {
+	ts := rp.s.tombstones
+	for i := len(ts) - 1; i >= 0; i-- {
+		if ts[i] == t {
+			rp.s.tombstones = slices.Delete(ts, i, i+1)
+			break
+		}
+	}
+	return nil
+}
+
 // applyTombstones applies the deletions replayed from the WAL to the files
 // (a deletion interrupted by a crash finishes here; a finished one finds
 // nothing left to do) and removes the series they emptied.
 func (s *Store) applyTombstones() error {
 	var errs []error
 	var emptied []*memSeries
+	var done []tombstone
 	for _, t := range s.tombstones {
 		ms := s.reg.byRef[t.Ref]
 		if ms == nil {
@@ -359,8 +424,16 @@ func (s *Store) applyTombstones() error {
 			continue
 		}
 		emptied = append(emptied, ms)
+		done = append(done, t)
 	}
 	s.tombstones = nil
+	if len(done) > 0 { // finished now: the next start leaves the files alone
+		s.appendMu.RLock()
+		if err := s.logTombstones(recTombstonesDone, done); err != nil {
+			errs = append(errs, fmt.Errorf("write tombstones-done to the WAL: %w", err))
+		}
+		s.appendMu.RUnlock()
+	}
 	if len(emptied) > 0 {
 		if _, err := s.removeSeries(emptied); err != nil {
 			errs = append(errs, err)

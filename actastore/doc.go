@@ -129,10 +129,11 @@
 //  1. Store.maint.mu — one maintenance pass at a time.
 //  2. Store.truncMu — one WAL truncation, series removal or deletion at a
 //     time.
-//  3. Store.appendMu — shared by Commit, exclusive by truncation's scan
-//     and series removal.
+//  3. Store.appendMu — shared by Commit, exclusive by truncation's scan,
+//     series removal and a deletion's tombstone (delete.go).
 //  4. a series' flush lock (Store.flushLock: striped over refs) — its
-//     flushes, and removal or rewrite of its files.
+//     flushes, and removal or rewrite of its files; a deletion takes the
+//     stripes of all its series at once, in stripe order.
 //  5. registry.mu — series maps and the label index.
 //  6. memSeries.mu — one series' tracks and exemplars; never two at once.
 //  7. writerCache.mu, then (after releasing it) writerEntry.mu; metaStore.mu,

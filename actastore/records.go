@@ -25,6 +25,11 @@ const (
 	// recTombstones: ranges of series' samples deleted (DeleteSeries);
 	// replay drops the samples before them that they cover.
 	recTombstones byte = 8
+	// Type 9 is the start times' (starttime.go).
+	// recTombstonesDone: the same ranges once their files are done; replay
+	// does not apply those tombstones to the files again, so samples
+	// written into a deleted range after the deletion stay.
+	recTombstonesDone byte = 10
 )
 
 // deletedRec says series Ref was removed at At (ms, store clock).

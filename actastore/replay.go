@@ -181,6 +181,8 @@ func (rp *replayer) apply(seg int, p []byte) error {
 		return decodeMetadataRecord(p, func(m NamedMetadata) { s.md.set([]NamedMetadata{m}) })
 	case recTombstones:
 		return decodeTombstonesRecord(p, rp.tombstone)
+	case recTombstonesDone:
+		return decodeTombstonesRecord(p, rp.tombstoneDone)
 	case recStartTimes:
 		var err error
 		rp.sts, err = decodeStartsRecord(p, rp.sts, func(ref uint64, k kindID, sts []StartTime) error {
