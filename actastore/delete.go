@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/acta-remote/acta-remote/acta"
+	"github.com/acta-remote/acta-remote/durable"
 	"github.com/acta-remote/acta-remote/rotation"
 )
 
@@ -140,20 +142,20 @@ func (s *Store) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*label
 	var emptied []*memSeries
 	var done []tombstone
 	for _, m := range list {
-		if err := errors.Join(deleteFromFiles(s, floats, m, mint, maxt), deleteFromFiles(s, histograms, m, mint, maxt),
-			s.deleteExemplars(m, mint, maxt)); err != nil {
+		finished, err := s.deleteFromSeries(m, mint, maxt)
+		if err != nil {
 			errs = append(errs, err)
 			continue // its tombstone is applied to the files again at the next start
 		}
 		emptied = append(emptied, m)
-		done = append(done, tombstone{Ref: m.ref, Mint: mint, Maxt: maxt})
+		if finished {
+			done = append(done, tombstone{Ref: m.ref, Mint: mint, Maxt: maxt})
+		}
 	}
 	if len(done) > 0 {
-		s.appendMu.RLock()
-		if err := s.logTombstones(recTombstonesDone, done); err != nil {
-			errs = append(errs, fmt.Errorf("delete series: write tombstones-done to the WAL: %w", err))
+		if err := s.logTombstonesDone(done); err != nil {
+			errs = append(errs, fmt.Errorf("delete series: tombstones done: %w", err))
 		}
-		s.appendMu.RUnlock()
 	}
 	unlockFlushes()
 	s.truncMu.Unlock()
@@ -228,19 +230,24 @@ func dropTrackRange[S any](s *Store, k kind[S], tr *track[S], mint, maxt int64) 
 
 // deleteFromFiles applies a deleted range to the track's files (the
 // series' flush lock held).
-func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) error {
+//
+// pending says part of the deletion waits for the next upload cycle (a
+// file kept only in the bucket: tierBeforeDelete), so it is not finished.
+func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) (pending bool, _ error) {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
 	if tr == nil {
 		ms.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	spans := filesInRange(tr, mint, maxt)
 	ms.mu.Unlock()
 	var errs []error
 	for _, f := range spans {
 		path := filePath(s.dir, k, ms.ref, f.start)
-		if skip, err := tierBeforeDelete(s, k, ms, f.start, mint, maxt); skip || err != nil {
+		skip, later, err := tierBeforeDelete(s, k, ms, f.start, mint, maxt)
+		pending = pending || later
+		if skip || err != nil {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("delete from %s: %w", path, err))
 			}
@@ -266,7 +273,38 @@ func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64
 		tr.forgetFileMin(f.start)
 		ms.mu.Unlock()
 	}
-	return errors.Join(errs...)
+	return pending, errors.Join(errs...)
+}
+
+// deleteFromSeries applies [mint, maxt] to every file of ms, its
+// exemplars included (its flush lock held). finished says nothing of it
+// waits for an upload cycle, so a tombstones-done record may say so.
+func (s *Store) deleteFromSeries(ms *memSeries, mint, maxt int64) (finished bool, err error) {
+	pf, ferr := deleteFromFiles(s, floats, ms, mint, maxt)
+	ph, herr := deleteFromFiles(s, histograms, ms, mint, maxt)
+	err = errors.Join(ferr, herr, s.deleteExemplars(ms, mint, maxt))
+	return err == nil && !pf && !ph, err
+}
+
+// logTombstonesDone makes the file changes of the finished deletions in
+// done durable (their directories fsynced: a removed file must stay
+// removed once the tombstone is no longer applied again) and then writes
+// and fsyncs their tombstones-done records.
+func (s *Store) logTombstonesDone(done []tombstone) error {
+	dirs := map[string]bool{}
+	for _, t := range done {
+		dirs[filepath.Dir(filePath(s.dir, floats, t.Ref, 0))] = true
+		dirs[filepath.Dir(filePath(s.dir, histograms, t.Ref, 0))] = true
+		dirs[filepath.Dir(exemplarFilePath(s.dir, t.Ref))] = true
+	}
+	for d := range dirs {
+		if err := durable.SyncDir(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("sync %s: %w", d, err)
+		}
+	}
+	s.appendMu.RLock()
+	defer s.appendMu.RUnlock()
+	return s.logTombstones(recTombstonesDone, done)
 }
 
 // rewriteWithout rewrites one file without the samples in [mint, maxt], or
@@ -396,13 +434,9 @@ func (rp *replayer) tombstone(t tombstone) error {
 // applies to the files: its files were done before the crash, and what
 // they hold in its range now was written after it.
 func (rp *replayer) tombstoneDone(t tombstone) error {
-	ts := rp.s.tombstones
-	for i := len(ts) - 1; i >= 0; i-- {
-		if ts[i] == t {
-			rp.s.tombstones = slices.Delete(ts, i, i+1)
-			break
-		}
-	}
+	// Every earlier equal tombstone: a deletion that failed and was
+	// retried logged the same range twice, and the retry finished both.
+	rp.s.tombstones = slices.DeleteFunc(rp.s.tombstones, func(x tombstone) bool { return x == t })
 	return nil
 }
 
@@ -418,21 +452,21 @@ func (s *Store) applyTombstones() error {
 		if ms == nil {
 			continue
 		}
-		if err := errors.Join(deleteFromFiles(s, floats, ms, t.Mint, t.Maxt), deleteFromFiles(s, histograms, ms, t.Mint, t.Maxt),
-			s.deleteExemplars(ms, t.Mint, t.Maxt)); err != nil {
+		finished, err := s.deleteFromSeries(ms, t.Mint, t.Maxt)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		emptied = append(emptied, ms)
-		done = append(done, t)
+		if finished {
+			done = append(done, t)
+		}
 	}
 	s.tombstones = nil
 	if len(done) > 0 { // finished now: the next start leaves the files alone
-		s.appendMu.RLock()
-		if err := s.logTombstones(recTombstonesDone, done); err != nil {
-			errs = append(errs, fmt.Errorf("write tombstones-done to the WAL: %w", err))
+		if err := s.logTombstonesDone(done); err != nil {
+			errs = append(errs, fmt.Errorf("tombstones done: %w", err))
 		}
-		s.appendMu.RUnlock()
 	}
 	if len(emptied) > 0 {
 		if _, err := s.removeSeries(emptied); err != nil {

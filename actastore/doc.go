@@ -133,7 +133,12 @@
 //     series removal and a deletion's tombstone (delete.go).
 //  4. a series' flush lock (Store.flushLock: striped over refs) — its
 //     flushes, and removal or rewrite of its files; a deletion takes the
-//     stripes of all its series at once, in stripe order.
+//     stripes of all its series at once, in stripe order. One exception
+//     to the order: a deletion holding its stripes takes appendMu shared
+//     to log its tombstones-done record. It cannot deadlock, because every
+//     exclusive taker of appendMu either takes truncMu first (which the
+//     deletion holds) or takes no flush lock (Close, abandon), and Commit
+//     takes no flush lock.
 //  5. registry.mu — series maps and the label index.
 //  6. memSeries.mu — one series' tracks and exemplars; never two at once.
 //  7. writerCache.mu, then (after releasing it) writerEntry.mu; metaStore.mu,

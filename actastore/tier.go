@@ -454,20 +454,24 @@ func writeFileAtomic(path string, b []byte) error {
 // next cycle removes it from the index and deletes its object), any other
 // is restored locally to be rewritten. skip says the file is done with.
 // Called with the series' flush lock held.
-func tierBeforeDelete[S any](s *Store, k kind[S], ms *memSeries, start, mint, maxt int64) (skip bool, err error) {
+//
+// pending says the file is dropped from memory only: the bucket keeps it
+// until the next upload cycle, so the deletion must be applied again after
+// a crash (no tombstones-done record for it: delete.go).
+func tierBeforeDelete[S any](s *Store, k kind[S], ms *memSeries, start, mint, maxt int64) (skip, pending bool, err error) {
 	f, only := s.tier.bucketOnly(k.id(), ms.ref, start)
 	switch {
 	case !only:
-		return false, nil
+		return false, false, nil
 	case f.MaxT < mint || f.MinT > maxt:
-		return true, nil
+		return true, false, nil
 	case f.MinT >= mint && f.MaxT <= maxt:
 		ms.mu.Lock()
 		if tr := k.track(ms, false); tr != nil {
 			dropFile(tr, start)
 		}
 		ms.mu.Unlock()
-		return true, nil
+		return true, true, nil
 	}
-	return false, s.tier.ensureLocal(k.id(), ms.ref, start)
+	return false, false, s.tier.ensureLocal(k.id(), ms.ref, start)
 }

@@ -1,0 +1,53 @@
+package actastore
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/acta-remote/acta-remote/bucket/s3test"
+)
+
+// TestTierDeletedBucketFileStaysDeleted: a deletion covering a whole
+// bucket-only file only drops it from its track (the next tier cycle
+// removes it from the index). After a kill -9 before that cycle the
+// restart attaches the file from the manifest again, so the deletion must
+// not count as done (no tombstones-done record) and is applied again at
+// the start; before, the deleted hour came back.
+func TestTierDeletedBucketFileStaysDeleted(t *testing.T) {
+	srv := s3test.Shared(t, "tier-delete-crash")
+	clk := &fakeClock{}
+	dir := t.TempDir()
+	opts := tierTestOptions(t, clk, srv, "tier-delete-crash", "w1", nil)
+	s := openT(t, dir, opts)
+	lsets := []labels.Labels{seriesLabels(1), seriesLabels(2)}
+	w := ingest(t, s, clk, lsets, day0, day0+3*hour, 60, func(i int, ts int64) float64 { return float64(ts) + float64(i) })
+	clk.Set(day0 + 3*hour + 60000)
+	s.Maintain()
+	if res, err := s.TierCycle(); err != nil || res.Uploaded != 4 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	m2 := labels.MustNewMatcher(labels.MatchEqual, "instance", "host-2")
+	if _, err := s.DeleteSeries(context.Background(), day0, day0+hour-1, m2); err != nil {
+		t.Fatal(err)
+	}
+	// A head sample of another series keeps the tombstone's segment.
+	mustAppend(t, s, []SeriesSamples{{Labels: labels.FromStrings("__name__", "keep"), Samples: []Sample{{T: day0 + 3*hour + 1000, V: 5}}}})
+	var exp []Sample
+	for _, smp := range w[seriesLabels(2).String()] {
+		if smp.T >= day0+hour {
+			exp = append(exp, smp)
+		}
+	}
+	if got := selectAll(t, s, math.MinInt64, math.MaxInt64, m2)[seriesLabels(2).String()]; !equalBits(got, exp) {
+		t.Fatalf("live: %d samples, want %d", len(got), len(exp))
+	}
+	s.abandon()
+	s2 := openT(t, dir, opts)
+	defer s2.Close()
+	if got := selectAll(t, s2, math.MinInt64, math.MaxInt64, m2)[seriesLabels(2).String()]; !equalBits(got, exp) {
+		t.Fatalf("after the kill: %d samples (first %v), want %d (first %v)", len(got), got[0], len(exp), exp[0])
+	}
+}
