@@ -2,6 +2,8 @@ package actastore
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,14 +18,7 @@ import (
 // record the restart applied the finished deletion to the files again and
 // the rewritten sample was lost.
 func TestDeleteThenRewriteSurvivesCrash(t *testing.T) {
-	dir := t.TempDir()
-	opts := Options{BlockRows: 1 << 20, MaxHeadAge: time.Hour, MaintenanceInterval: -1}
-	s := openT(t, dir, opts)
-	lset := labels.FromStrings("__name__", "m", "i", "1")
-	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 1000, V: 1}, {T: 2000, V: 2}, {T: 3000, V: 3}}}})
-	if err := s.FlushAll(); err != nil {
-		t.Fatal(err)
-	}
+	s, dir, opts, lset := openWithOneFile(t)
 	if _, err := s.DeleteSeries(ctx, 1500, 2500, labels.MustNewMatcher(labels.MatchEqual, "i", "1")); err != nil {
 		t.Fatal(err)
 	}
@@ -36,20 +31,7 @@ func TestDeleteThenRewriteSurvivesCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	exp := []Sample{{T: 1000, V: 1}, rewritten, {T: 3000, V: 3}}
-	m := labels.MustNewMatcher(labels.MatchEqual, "i", "1")
-	if got := selectAll(t, s, math.MinInt64, math.MaxInt64, m)[lset.String()]; !equalBits(got, exp) {
-		t.Fatalf("live: %v, want %v", got, exp)
-	}
-	s.abandon() // as after kill -9: the WAL still holds the tombstone
-
-	for round := range 2 { // the second start must leave the files alone too
-		s2 := openT(t, dir, opts)
-		got := selectAll(t, s2, math.MinInt64, math.MaxInt64, m)[lset.String()]
-		s2.abandon()
-		if !equalBits(got, exp) {
-			t.Fatalf("start %d after the kill: %v, want %v", round+1, got, exp)
-		}
-	}
+	checkLiveThenKilled(t, s, dir, opts, lset, exp, 2) // the second start must leave the files alone too
 }
 
 // TestDeleteOrdersWithLoggedCommits: commit A is in the WAL but not yet in
@@ -96,13 +78,73 @@ func TestDeleteOrdersWithLoggedCommits(t *testing.T) {
 	}
 	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 2100, V: 21}}}}) // after the tombstone: stays
 	exp := []Sample{{T: 1000, V: 1}, {T: 2100, V: 21}}
+	checkLiveThenKilled(t, s, dir, opts, lset, exp, 1)
+}
+
+// TestRetriedDeletionKeepsLaterBackfill: a deletion whose file rewrite
+// fails leaves its tombstone unfinished; the same deletion run again
+// succeeds and logs its done record. A backfill written after the second
+// deletion, flushed, must survive a kill -9: the retry's done record
+// retires both tombstones (before, the first was applied to the files
+// again and the backfill was lost).
+func TestRetriedDeletionKeepsLaterBackfill(t *testing.T) {
+	s, dir, opts, lset := openWithOneFile(t)
+	ms := s.reg.byRef[hashLabels(appendCanonicalLabels(nil, lset))]
+	path := filePath(s.dir, floats, ms.ref, ms.floats.files[0])
+	// Make the deletion's rewrite fail: its temporary file's name is a directory.
+	tmp := lockedTmpPath(path)
+	if err := os.MkdirAll(filepath.Join(tmp, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := labels.MustNewMatcher(labels.MatchEqual, "i", "1")
+	if _, err := s.DeleteSeries(ctx, 1500, 2500, m); err == nil {
+		t.Fatal("first deletion should fail")
+	}
+	os.RemoveAll(tmp)
+	if _, err := s.DeleteSeries(ctx, 1500, 2500, m); err != nil {
+		t.Fatal(err)
+	}
+	rewritten := Sample{T: 2000, V: 22}
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{rewritten}},
+		{Labels: labels.FromStrings("__name__", "keep"), Samples: []Sample{{T: 5, V: 5}}}})
+	if err := s.flushSeries(ms); err != nil {
+		t.Fatal(err)
+	}
+	exp := []Sample{{T: 1000, V: 1}, rewritten, {T: 3000, V: 3}}
+	checkLiveThenKilled(t, s, dir, opts, lset, exp, 1)
+}
+
+// openWithOneFile opens a store in a new directory holding m{i="1"} at
+// 1000, 2000 and 3000 ms, values 1, 2, 3, flushed to its file.
+func openWithOneFile(t *testing.T) (*Store, string, Options, labels.Labels) {
+	t.Helper()
+	dir := t.TempDir()
+	opts := Options{BlockRows: 1 << 20, MaxHeadAge: time.Hour, MaintenanceInterval: -1}
+	s := openT(t, dir, opts)
+	lset := labels.FromStrings("__name__", "m", "i", "1")
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: 1000, V: 1}, {T: 2000, V: 2}, {T: 3000, V: 3}}}})
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	return s, dir, opts, lset
+}
+
+// checkLiveThenKilled checks that lset holds exactly exp in s, then
+// abandons s (as a kill -9 would) and checks it again after each of starts
+// restarts, each abandoned in turn.
+func checkLiveThenKilled(t *testing.T, s *Store, dir string, opts Options, lset labels.Labels, exp []Sample, starts int) {
+	t.Helper()
+	m := labels.MustNewMatcher(labels.MatchEqual, "i", lset.Get("i"))
 	if got := selectAll(t, s, math.MinInt64, math.MaxInt64, m)[lset.String()]; !equalBits(got, exp) {
 		t.Fatalf("live: %v, want %v", got, exp)
 	}
 	s.abandon()
-	s2 := openT(t, dir, opts)
-	defer s2.Close()
-	if got := selectAll(t, s2, math.MinInt64, math.MaxInt64, m)[lset.String()]; !equalBits(got, exp) {
-		t.Fatalf("after the kill: %v, want %v", got, exp)
+	for i := range starts {
+		s2 := openT(t, dir, opts)
+		got := selectAll(t, s2, math.MinInt64, math.MaxInt64, m)[lset.String()]
+		s2.abandon()
+		if !equalBits(got, exp) {
+			t.Fatalf("start %d after the kill: %v, want %v", i+1, got, exp)
+		}
 	}
 }
