@@ -231,8 +231,8 @@ func dropTrackRange[S any](s *Store, k kind[S], tr *track[S], mint, maxt int64) 
 // deleteFromFiles applies a deleted range to the track's files (the
 // series' flush lock held).
 //
-// pending says part of the deletion waits for the next upload cycle (a
-// file kept only in the bucket: tierBeforeDelete), so it is not finished.
+// pending says the deletion touched a file in the bucket's index, so it is
+// not finished until an upload cycle records the change (tier.uploaded).
 func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64) (pending bool, _ error) {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
@@ -245,9 +245,8 @@ func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64
 	var errs []error
 	for _, f := range spans {
 		path := filePath(s.dir, k, ms.ref, f.start)
-		skip, later, err := tierBeforeDelete(s, k, ms, f.start, mint, maxt)
-		pending = pending || later
-		if skip || err != nil {
+		pending = pending || s.tier.uploaded(k.id(), ms.ref, f.start)
+		if skip, err := tierBeforeDelete(s, k, ms, f.start, mint, maxt); skip || err != nil {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("delete from %s: %w", path, err))
 			}

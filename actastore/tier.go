@@ -454,24 +454,34 @@ func writeFileAtomic(path string, b []byte) error {
 // next cycle removes it from the index and deletes its object), any other
 // is restored locally to be rewritten. skip says the file is done with.
 // Called with the series' flush lock held.
-//
-// pending says the file is dropped from memory only: the bucket keeps it
-// until the next upload cycle, so the deletion must be applied again after
-// a crash (no tombstones-done record for it: delete.go).
-func tierBeforeDelete[S any](s *Store, k kind[S], ms *memSeries, start, mint, maxt int64) (skip, pending bool, err error) {
+func tierBeforeDelete[S any](s *Store, k kind[S], ms *memSeries, start, mint, maxt int64) (skip bool, err error) {
 	f, only := s.tier.bucketOnly(k.id(), ms.ref, start)
 	switch {
 	case !only:
-		return false, false, nil
+		return false, nil
 	case f.MaxT < mint || f.MinT > maxt:
-		return true, false, nil
+		return true, nil
 	case f.MinT >= mint && f.MaxT <= maxt:
 		ms.mu.Lock()
 		if tr := k.track(ms, false); tr != nil {
 			dropFile(tr, start)
 		}
 		ms.mu.Unlock()
-		return true, true, nil
+		return true, nil
 	}
-	return false, false, s.tier.ensureLocal(k.id(), ms.ref, start)
+	return false, s.tier.ensureLocal(k.id(), ms.ref, start)
+}
+
+// uploaded reports whether a file is in the bucket's index (a local copy
+// or not). A deletion that changes such a file is not finished until an
+// upload cycle records that in the manifest: a restart before it attaches
+// the file from the manifest again, so the tombstone must be applied again
+// (no tombstones-done record: delete.go).
+func (t *tier) uploaded(k kindID, ref uint64, start int64) bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.files[bucket.FileID{Kind: bucketKind(k), Ref: ref, Start: start}] != nil
 }

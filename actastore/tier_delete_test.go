@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -11,16 +12,29 @@ import (
 )
 
 // TestTierDeletedBucketFileStaysDeleted: a deletion covering a whole
-// bucket-only file only drops it from its track (the next tier cycle
-// removes it from the index). After a kill -9 before that cycle the
-// restart attaches the file from the manifest again, so the deletion must
-// not count as done (no tombstones-done record) and is applied again at
-// the start; before, the deleted hour came back.
+// uploaded file, kept only in the bucket or with a local copy too. The
+// bucket's index lists the file until the next tier cycle, so after a
+// kill -9 before that cycle the restart attaches it from the manifest
+// again: the deletion must not count as done (no tombstones-done record)
+// and is applied again at the start. Before, the deleted hour came back
+// (720 samples, want 480) in both cases.
 func TestTierDeletedBucketFileStaysDeleted(t *testing.T) {
-	srv := s3test.Shared(t, "tier-delete-crash")
+	for _, tc := range []struct {
+		name     string
+		localRet time.Duration // Tier.LocalRetention: 0 drops local copies once uploaded
+	}{{"bucket-only", 0}, {"local-copy", 1000 * time.Hour}} {
+		t.Run(tc.name, func(t *testing.T) { testTierDeletedFile(t, "tier-delete-"+tc.name, tc.localRet) })
+	}
+}
+
+func testTierDeletedFile(t *testing.T, bkt string, localRet time.Duration) {
+	srv := s3test.Shared(t, bkt)
 	clk := &fakeClock{}
 	dir := t.TempDir()
-	opts := tierTestOptions(t, clk, srv, "tier-delete-crash", "w1", nil)
+	opts := tierTestOptions(t, clk, srv, bkt, "w1", nil)
+	if localRet > 0 {
+		opts.Tier.LocalRetention = localRet
+	}
 	s := openT(t, dir, opts)
 	lsets := []labels.Labels{seriesLabels(1), seriesLabels(2)}
 	w := ingest(t, s, clk, lsets, day0, day0+3*hour, 60, func(i int, ts int64) float64 { return float64(ts) + float64(i) })
