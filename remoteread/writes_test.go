@@ -38,37 +38,55 @@ func (c countingConn) Write(b []byte) (int, error) {
 // A streamed answer that fits in one write goes out in one: headers,
 // frames and the end together (it was two, the frames flushed and then
 // the end, a tenth of a one-series read). A small one gets a
-// Content-Length.
+// Content-Length. The answer also flushes whenever the next series is
+// still being encoded on another core (eachSeries's idle), so on a loaded
+// machine an answer of 40 series may take more writes: each size gets a
+// few tries and must reach one write in at least one (the bug gave two or
+// more every time).
 func TestSmallStreamedAnswerOneWrite(t *testing.T) {
 	for _, n := range []int{1, 40} { // 40 series: chunked, still one write
-		var series []*memHistSeries
-		for i := range n {
-			series = append(series, &memHistSeries{lset: labels.FromStrings("__name__", "a", "i", string(rune('A'+i))),
-				floats: []actastore.Sample{{T: 1, V: 2}, {T: 2, V: 3}}})
+		least := int32(-1)
+		for try := 0; try < 5 && least != 1; try++ {
+			w := smallStreamedAnswerWrites(t, n)
+			if least < 0 || w < least {
+				least = w
+			}
 		}
-		q := &histQuerier{series: series}
-		var writes atomic.Int32
-		srv := httptest.NewUnstartedServer(New(q, readLimits, nil, nil))
-		srv.Listener = countingListener{srv.Listener, &writes}
-		srv.Start()
-		a := post(t, srv.URL, testkit.ReadRequest(bothTypes, q0()))
-		srv.Close()
-		frames := 0
-		err := testkit.Frames(bytes.NewReader(a.Body), 1<<24, func(cresp *prompb.ChunkedReadResponse) error {
-			frames += len(cresp.ChunkedSeries)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if frames != n {
-			t.Fatalf("%d series: %d in the answer", n, frames)
-		}
-		if w := writes.Load(); w != 1 {
-			t.Errorf("%d series (%d bytes): %d writes, want 1", n, len(a.Body), w)
-		}
-		if n == 1 && a.Header.Get("Content-Length") == "" {
-			t.Errorf("one series: no Content-Length (headers %v)", a.Header)
+		if least != 1 {
+			t.Errorf("%d series: at least %d writes in 5 tries, want 1", n, least)
 		}
 	}
+}
+
+// smallStreamedAnswerWrites reads n series of two samples as a streamed
+// answer, checks it, and returns how many writes the server made.
+func smallStreamedAnswerWrites(t *testing.T, n int) int32 {
+	t.Helper()
+	var series []*memHistSeries
+	for i := range n {
+		series = append(series, &memHistSeries{lset: labels.FromStrings("__name__", "a", "i", string(rune('A'+i))),
+			floats: []actastore.Sample{{T: 1, V: 2}, {T: 2, V: 3}}})
+	}
+	q := &histQuerier{series: series}
+	var writes atomic.Int32
+	srv := httptest.NewUnstartedServer(New(q, readLimits, nil, nil))
+	srv.Listener = countingListener{srv.Listener, &writes}
+	srv.Start()
+	a := post(t, srv.URL, testkit.ReadRequest(bothTypes, q0()))
+	srv.Close()
+	frames := 0
+	err := testkit.Frames(bytes.NewReader(a.Body), 1<<24, func(cresp *prompb.ChunkedReadResponse) error {
+		frames += len(cresp.ChunkedSeries)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frames != n {
+		t.Fatalf("%d series: %d in the answer", n, frames)
+	}
+	if n == 1 && a.Header.Get("Content-Length") == "" {
+		t.Errorf("one series: no Content-Length (headers %v)", a.Header)
+	}
+	return writes.Load()
 }
