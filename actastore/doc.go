@@ -114,7 +114,9 @@
 // segment holding it is deleted. Heads are flushed into series files when
 // they reach their block size or their oldest sample arrived their kind's
 // head age ago; WAL segments are deleted only after everything in them is in
-// synced files (one syncfs on Linux) and the metadata file is written. A
+// synced files (one syncfs on Linux) and the metadata file is written, or,
+// once the WAL outgrows WALCheckpointBytes, in a checkpoint of the heads
+// (checkpoint.go), which a restart replays before the segments after it. A
 // store that was not closed cleanly has the tails of the files the WAL says
 // may be mid-append checked at Open: an incomplete final frame is cut, and
 // its samples come back from the WAL. Only one process may open a directory
@@ -127,10 +129,11 @@
 // leaf (taken alone, last):
 //
 //  1. Store.maint.mu — one maintenance pass at a time.
-//  2. Store.truncMu — one WAL truncation, series removal or deletion at a
-//     time.
-//  3. Store.appendMu — shared by Commit, exclusive by truncation's scan,
-//     series removal and a deletion's tombstone (delete.go).
+//  2. Store.truncMu — one WAL truncation, checkpoint, series removal or
+//     deletion at a time.
+//  3. Store.appendMu — shared by Commit, exclusive by truncation's scan, a
+//     checkpoint's copy of the heads (checkpoint.go), series removal and a
+//     deletion's tombstone (delete.go).
 //  4. a series' flush lock (Store.flushLock: striped over refs) — its
 //     flushes, and removal or rewrite of its files; a deletion takes the
 //     stripes of all its series at once, in stripe order. One exception

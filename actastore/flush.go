@@ -384,20 +384,25 @@ func (s *Store) truncateWAL() error {
 	s.truncMu.Lock()
 	defer s.truncMu.Unlock()
 	s.appendMu.Lock()
-	keep := int32(s.wal.Current())
+	oldest := int32(-1) // the oldest segment a head needs; -1: none
 	for _, ms := range s.reg.live() {
 		ms.mu.Lock()
-		if seg := ms.walSegNeededLocked(); seg >= 0 && seg < keep {
-			keep = seg
+		if seg := ms.walSegNeededLocked(); seg >= 0 && (oldest < 0 || seg < oldest) {
+			oldest = seg
 		}
 		ms.mu.Unlock()
+	}
+	keep := int32(s.wal.Current())
+	if oldest >= 0 {
+		keep = min(keep, oldest)
 	}
 	s.appendMu.Unlock()
 	segs, err := wal.Segments(filepath.Join(s.dir, walDirName))
 	if err != nil {
 		return err
 	}
-	if len(segs) == 0 || int32(segs[0]) >= keep {
+	dropCkpt := s.ckpt >= 0 && (oldest < 0 || int(oldest) > s.ckpt)
+	if !dropCkpt && (len(segs) == 0 || int32(segs[0]) >= keep) {
 		return nil
 	}
 	if err := s.md.flush(); err != nil {
@@ -407,6 +412,9 @@ func (s *Store) truncateWAL() error {
 		return fmt.Errorf("truncate WAL: %w", err)
 	}
 	if err := s.writePendingCatalog(); err != nil {
+		return fmt.Errorf("truncate WAL: %w", err)
+	}
+	if err := s.dropCheckpointLocked(dropCkpt); err != nil {
 		return fmt.Errorf("truncate WAL: %w", err)
 	}
 	if err := s.wal.TruncateBefore(int(keep)); err != nil {

@@ -56,6 +56,18 @@ const (
 	xorHeadMaxSide = 64
 )
 
+// frozenChunk is the appender of a chunk restored from a WAL checkpoint
+// (checkpoint.go): readable, but chunkenc cannot append to a chunk read
+// from bytes (the bit position in its last byte is not in them), so the
+// first sample added after the restart encodes the head afresh
+// (recompress), once, as the replay of single samples leaves their
+// encoding to that sample too (headBuf.addNew, lazy).
+var frozenChunk chunkenc.Appender = &frozenAppender{}
+
+// frozenAppender only marks a frozen chunk: addNew recompresses such a
+// head before appending, so its (nil) methods are never called.
+type frozenAppender struct{ chunkenc.Appender }
+
 // startChunk gives p an empty chunk and its appender.
 func (p *headParts[S]) startChunk() {
 	p.c.Reset(make([]byte, 2, xorHeadInitCap))
@@ -213,8 +225,14 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 		h.p = &headParts[S]{}
 	}
 	var b int64
-	if k.xorHead() && !lazy && h.p.app == nil && len(h.p.ss) >= xorHeadMinChunk {
-		b = h.recompress(k)
+	switch {
+	case lazy && h.p.app == frozenChunk:
+		// A checkpoint's chunk stays as restored while the WAL after it
+		// replays: its samples go beside it.
+		return b + h.p.addSide(k, smp)
+	case !k.xorHead() || lazy:
+	case h.p.app == nil && len(h.p.ss) >= xorHeadMinChunk, h.p.app == frozenChunk:
+		b = h.recompress(k) // a frozen chunk thaws with its side samples
 	}
 	p, t := h.p, k.ts(smp)
 	if k.xorHead() && p.app != nil && t > p.maxT && p.n() < xorHeadMaxSamples &&
@@ -223,17 +241,22 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 		p.appendXOR(k, smp)
 		return b + p.chunkBytes() - before
 	}
-	i, _ := find(k, p.ss, t)
+	b += p.addSide(k, smp)
+	if k.xorHead() && p.app != nil && p.n() < xorHeadMaxSamples && len(p.ss) >= xorHeadMaxSide {
+		b += h.recompress(k)
+	}
+	return b
+}
+
+// addSide inserts smp into the side samples and returns its bytes.
+func (p *headParts[S]) addSide(k kind[S], smp S) int64 {
+	i, _ := find(k, p.ss, k.ts(smp))
 	if i == len(p.ss) {
 		p.ss = append(p.ss, smp)
 	} else {
 		p.ss = slices.Insert(p.ss, i, smp)
 	}
-	b += k.size(smp)
-	if k.xorHead() && p.app != nil && p.n() < xorHeadMaxSamples && len(p.ss) >= xorHeadMaxSide {
-		b += h.recompress(k)
-	}
-	return b
+	return k.size(smp)
 }
 
 // addNewer stores ss, strictly increasing and newer than everything the
@@ -244,7 +267,7 @@ func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
 		h.p = &headParts[S]{}
 	}
 	var b int64
-	if p := h.p; p.app == nil && (lazy || !k.xorHead() || len(p.ss)+len(ss) <= xorHeadMinChunk) {
+	if p := h.p; (p.app == nil || (lazy && p.app == frozenChunk)) && (lazy || !k.xorHead() || len(p.ss)+len(ss) <= xorHeadMinChunk) {
 		p.ss = append(p.ss, ss...)
 		for _, s := range ss {
 			b += k.size(s)

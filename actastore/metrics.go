@@ -30,6 +30,8 @@ type metrics struct {
 	startsDropped   *prometheus.CounterVec
 	rejected        *prometheus.CounterVec
 	walTruncations  prometheus.Counter
+	checkpoints     prometheus.Counter
+	checkpointBytes prometheus.Gauge
 	replayedSamples prometheus.Counter
 	warmedReaders   prometheus.Counter
 	walErrors       prometheus.Counter
@@ -107,6 +109,12 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 		walTruncations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_wal_truncations_total", Help: "WAL truncations that deleted segments.",
 		}),
+		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "acta_store_wal_checkpoints_total", Help: "WAL checkpoints written (the heads, so that the WAL segments before them could be deleted).",
+		}),
+		checkpointBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "acta_store_wal_checkpoint_bytes", Help: "Size of the live WAL checkpoint in bytes; 0 without one.",
+		}),
 		replayedSamples: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_wal_replayed_samples_total", Help: "Samples restored into the head from the WAL at start-up.",
 		}),
@@ -152,7 +160,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 		for _, c := range []prometheus.Collector{m.walFsync, m.walBytes, m.headSeries, m.headSamples, m.series,
 			m.openWriters, m.flushDuration, m.flushedSamples, m.flushErrors, m.sizeFlushes, m.flushedBytes, m.appended, m.histAppended, m.headBytes, m.labelsSorted, m.duplicates,
 			m.startsStored, m.startsDropped,
-			m.rejected, m.walTruncations, m.replayedSamples, m.warmedReaders, m.walErrors, m.headOldest, m.openReaders, m.readerHits, m.readerMisses,
+			m.rejected, m.walTruncations, m.checkpoints, m.checkpointBytes, m.replayedSamples, m.warmedReaders, m.walErrors, m.headOldest, m.openReaders, m.readerHits, m.readerMisses,
 			m.fsFree, m.fsSize} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register store metrics: %w", err)

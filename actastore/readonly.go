@@ -50,6 +50,7 @@ type ReadOnly struct {
 	// counts the Reloads that found a listed segment gone.
 	listed      []int
 	hasListed   bool
+	ckpt        int // the WAL checkpoint read (its segment), -1: none
 	truncations int
 	fs          []Sample
 	hs          []HistogramSample
@@ -108,6 +109,7 @@ func OpenReadOnlyFor(dir string, ms ...*labels.Matcher) (*ReadOnly, error) {
 		walData:    make(map[int]map[uint64]*walSeries),
 		keepRef:    make(map[uint64]bool),
 		unresolved: make(map[uint64]bool),
+		ckpt:       -1,
 	}
 	if len(ms) > 0 {
 		r.keep = ms
@@ -131,53 +133,14 @@ func OpenReadOnlyFor(dir string, ms ...*labels.Matcher) (*ReadOnly, error) {
 // does; the files are rewritten by the server.
 func (r *ReadOnly) Reload() (int, error) {
 	before := len(r.ix.series)
+	if err := r.loadCheckpoint(); err != nil {
+		return 0, fmt.Errorf("read WAL checkpoint of %s: %w", r.dir, err)
+	}
 	err := r.wal.Read(func(seg int, p []byte) error {
-		switch p[0] {
-		case recSeries:
-			return decodeSeriesRecord(&r.lb, p, r.add)
-		case recSamples:
-			var err error
-			r.fs, err = decodeSamplesRecord(floats, p, r.fs, func(ref uint64, ss []Sample) error {
-				for _, s := range ss {
-					r.noteWAL(ref, s.T)
-				}
-				if r.keeps(ref) {
-					w := r.walSeriesOf(seg, ref)
-					w.floats = append(w.floats, ss...)
-				}
-				return nil
-			})
-			return err
-		case recHistograms:
-			var err error
-			r.hs, err = decodeSamplesRecord(histograms, p, r.hs, func(ref uint64, hs []HistogramSample) error {
-				for _, h := range hs {
-					r.noteWAL(ref, h.T)
-				}
-				if r.keeps(ref) {
-					w := r.walSeriesOf(seg, ref)
-					w.hists = append(w.hists, hs...)
-				}
-				return nil
-			})
-			return err
-		case recTombstones:
-			return decodeTombstonesRecord(p, func(t tombstone) error {
-				r.applyTombstone(t)
-				return nil
-			})
-		case recStartTimes:
-			var err error
-			r.sts, err = decodeStartsRecord(p, r.sts, func(ref uint64, k kindID, sts []StartTime) error {
-				if r.keeps(ref) {
-					w := r.walSeriesOf(seg, ref)
-					w.starts[k] = append(w.starts[k], sts...)
-				}
-				return nil
-			})
-			return err
+		if seg < r.ckpt && p[0] != recSeries {
+			return nil // the checkpoint holds it (a segment not deleted yet)
 		}
-		return nil // exemplars, metadata, or a record type from a newer server
+		return r.walRecord(seg, p)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("read WAL of %s: %w", r.dir, err)
@@ -188,14 +151,14 @@ func (r *ReadOnly) Reload() (int, error) {
 			live[s] = true
 		}
 		for seg := range r.walData {
-			if !live[seg] {
-				delete(r.walData, seg) // flushed: the files hold it
+			if seg != checkpointKey && (!live[seg] || seg < r.ckpt) {
+				delete(r.walData, seg) // flushed (the files hold it) or in the checkpoint
 			}
 		}
 		// The server deletes segments oldest first, so a segment created
 		// and deleted between two Reloads takes every listed one with it.
 		for _, s := range r.listed {
-			if r.hasListed && !live[s] {
+			if r.hasListed && !live[s] && s >= r.ckpt { // below it: the checkpoint counted
 				r.truncations++
 				break
 			}
@@ -218,6 +181,114 @@ func (r *ReadOnly) Reload() (int, error) {
 	}
 	r.resolveKept()
 	return len(r.ix.series) - before, nil
+}
+
+// walRecord takes one record of WAL segment seg (or of the checkpoint,
+// seg checkpointKey) into the view.
+func (r *ReadOnly) walRecord(seg int, p []byte) error {
+	switch p[0] {
+	case recHeadChunks: // a checkpoint's
+		return decodeHeadChunksRecord(p, func(ref uint64, _ int64, data []byte) error {
+			var err error
+			if r.fs, err = chunkSamples(floats, r.fs[:0], data); err != nil {
+				return err
+			}
+			return r.addFloats(seg, ref, r.fs)
+		})
+	case recSeries:
+		return decodeSeriesRecord(&r.lb, p, r.add)
+	case recSamples:
+		var err error
+		r.fs, err = decodeSamplesRecord(floats, p, r.fs, func(ref uint64, ss []Sample) error {
+			return r.addFloats(seg, ref, ss)
+		})
+		return err
+	case recHistograms:
+		var err error
+		r.hs, err = decodeSamplesRecord(histograms, p, r.hs, func(ref uint64, hs []HistogramSample) error {
+			for _, h := range hs {
+				r.noteWAL(ref, h.T)
+			}
+			if r.keeps(ref) {
+				w := r.walSeriesOf(seg, ref)
+				w.hists = append(w.hists, hs...)
+			}
+			return nil
+		})
+		return err
+	case recTombstones:
+		return decodeTombstonesRecord(p, func(t tombstone) error {
+			r.applyTombstone(t)
+			return nil
+		})
+	case recStartTimes:
+		var err error
+		r.sts, err = decodeStartsRecord(p, r.sts, func(ref uint64, k kindID, sts []StartTime) error {
+			if r.keeps(ref) {
+				w := r.walSeriesOf(seg, ref)
+				w.starts[k] = append(w.starts[k], sts...)
+			}
+			return nil
+		})
+		return err
+	}
+	return nil // exemplars, metadata, or a record type from a newer server
+}
+
+func (r *ReadOnly) addFloats(seg int, ref uint64, ss []Sample) error {
+	for _, s := range ss {
+		r.noteWAL(ref, s.T)
+	}
+	if r.keeps(ref) {
+		w := r.walSeriesOf(seg, ref)
+		w.floats = append(w.floats, ss...)
+	}
+	return nil
+}
+
+// checkpointKey is the checkpoint's key in walData: before every segment.
+const checkpointKey = -1
+
+// loadCheckpoint reads the server's newest WAL checkpoint (checkpoint.go)
+// when it is not the one read last: what its heads held when the segments
+// before it were deleted. A checkpoint that appears while the view is
+// followed (tail) counts as a truncation and hands out nothing of its own
+// through TakeWAL: its samples came from segments the view read, or that
+// the server deleted before the view read them, as with a truncation.
+func (r *ReadOnly) loadCheckpoint() error {
+	dir := filepath.Join(r.dir, walDirName)
+	for try := 0; ; try++ {
+		segs, _, err := listCheckpoints(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		c := -1
+		if len(segs) > 0 {
+			c = segs[len(segs)-1]
+		}
+		if c == r.ckpt {
+			return nil
+		}
+		delete(r.walData, checkpointKey)
+		if c >= 0 {
+			err = readCheckpoint(dir, c, func(p []byte) error { return r.walRecord(checkpointKey, p) })
+		}
+		if errors.Is(err, os.ErrNotExist) && try < 3 {
+			continue // replaced by a newer one meanwhile
+		}
+		if err != nil {
+			delete(r.walData, checkpointKey)
+			return err
+		}
+		if r.hasListed {
+			r.truncations++
+			for _, w := range r.walData[checkpointKey] {
+				w.takenF, w.takenH = len(w.floats), len(w.hists)
+			}
+		}
+		r.ckpt = c
+		return nil
+	}
 }
 
 // keeps says whether the view keeps ref's WAL samples (OpenReadOnlyFor). A

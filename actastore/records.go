@@ -208,16 +208,21 @@ func appendSamplesRecords[S any](k kind[S], rb *recordBuilder, series []refSampl
 		body := rb.body[:0]
 		n := 0
 		for n < len(series) && len(body) < maxRecordPayload {
-			s := series[n]
-			body = binary.LittleEndian.AppendUint64(body, s.Ref)
-			body = binary.AppendUvarint(body, uint64(len(s.Samples)))
-			body = k.appendSamples(body, s.Samples)
+			body = appendSamplesEntry(k, body, series[n].Ref, series[n].Samples)
 			n++
 		}
 		rb.add(k.recordType(), n, body)
 		rb.body = body
 		series = series[n:]
 	}
+}
+
+// appendSamplesEntry appends one series' entry of a samples record of
+// kind k: ref uint64 LE | n uvarint | k's payload of n samples.
+func appendSamplesEntry[S any](k kind[S], body []byte, ref uint64, ss []S) []byte {
+	body = binary.LittleEndian.AppendUint64(body, ref)
+	body = binary.AppendUvarint(body, uint64(len(ss)))
+	return k.appendSamples(body, ss)
 }
 
 // decodeSamplesRecord calls fn for each series' samples of a samples
@@ -293,13 +298,19 @@ func appendExemplarsRecord(dst []byte, series []refExemplars) []byte {
 	dst = append(dst, recExemplars)
 	dst = binary.AppendUvarint(dst, uint64(len(series)))
 	for _, s := range series {
-		dst = binary.LittleEndian.AppendUint64(dst, s.Ref)
-		dst = binary.AppendUvarint(dst, uint64(len(s.Exemplars)))
-		for _, e := range s.Exemplars {
-			dst = binary.AppendVarint(dst, e.T)
-			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.Value))
-			dst = appendCanonicalLabels(dst, e.Labels)
-		}
+		dst = appendExemplarsEntry(dst, s.Ref, s.Exemplars)
+	}
+	return dst
+}
+
+// appendExemplarsEntry appends one series' entry of an exemplar record.
+func appendExemplarsEntry(dst []byte, ref uint64, es []Exemplar) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, ref)
+	dst = binary.AppendUvarint(dst, uint64(len(es)))
+	for _, e := range es {
+		dst = binary.AppendVarint(dst, e.T)
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.Value))
+		dst = appendCanonicalLabels(dst, e.Labels)
 	}
 	return dst
 }

@@ -147,13 +147,26 @@ func (s *Store) attachFiles(sf *scannedFiles) {
 // torn WAL tail is cut by wal.Replay; corruption before the tail fails Open.
 func (s *Store) replayWAL() error {
 	dir := filepath.Join(s.dir, walDirName)
-	rp := replayer{s: s, nowNs: s.now().UnixNano(), total: segmentBytes(dir)}
+	ckpt, ckptBytes, err := prepareCheckpoint(dir) // checkpoint.go
+	if err != nil {
+		return fmt.Errorf("replay WAL: %w", err)
+	}
+	s.ckpt = ckpt
+	s.ckptBytes.Store(ckptBytes)
+	rp := replayer{s: s, nowNs: s.now().UnixNano(), total: segmentBytes(dir) + ckptBytes, base: ckptBytes}
 	pipe := newReplayPipe(&rp) // replay_pipeline.go
 	var seen int64
-	st, err := wal.Replay(dir, func(seg int, p []byte) error {
+	add := func(seg int, p []byte) error {
 		seen += int64(len(p))
 		return pipe.add(seg, p, seen)
-	})
+	}
+	var st wal.ReplayStats
+	if ckpt >= 0 {
+		err = readCheckpoint(dir, ckpt, func(p []byte) error { return add(ckpt, p) })
+	}
+	if err == nil {
+		st, err = wal.Replay(dir, add)
+	}
 	if perr := pipe.close(); err == nil {
 		err = perr
 	}
@@ -175,6 +188,10 @@ func (rp *replayer) apply(seg int, p []byte) error {
 	switch p[0] {
 	case recSeries:
 		return decodeSeriesRecord(&rp.lb, p, func(r seriesRec) error { return rp.define(r, seg) })
+	case recHeadChunks: // a checkpoint's (checkpoint.go)
+		return decodeHeadChunksRecord(p, func(ref uint64, maxT int64, data []byte) error {
+			return rp.headChunk(int32(seg), ref, maxT, data)
+		})
 	case recExemplars:
 		return decodeExemplarsRecord(&rp.lb, p, func(ref uint64, es []Exemplar) error { return rp.exemplars(int32(seg), ref, es) })
 	case recMetadata:
@@ -200,14 +217,16 @@ type replayer struct {
 	nowNs    int64
 	lb       labels.ScratchBuilder
 	hs       []HistogramSample // the legacy replay's scratch
+	fs       []Sample          // a checkpoint's head chunk, decoded
 	sts      []StartTime
 	replayed int
 	legacy   bool // replaying the pre-one-WAL histogram WAL
 	// seen and total are the record bytes replayed so far and the WAL's
-	// size: how far through it the replay is (growForReplay).
-	seen, total int64
-	hints       [numKinds]seriesHint // replay_pipeline.go
-	lookups     int                  // registry lookups of sample records' series (hint misses)
+	// size, checkpoint included: how far through it the replay is
+	// (growForReplay); base is the checkpoint's part.
+	seen, total, base int64
+	hints             [numKinds]seriesHint // replay_pipeline.go
+	lookups           int                  // registry lookups of sample records' series (hint misses)
 	// What a record's series added to the heads, counted here and added
 	// to the store's atomic counters once a record (flushCounts): an
 	// atomic add per series was a tenth of the applying stage.
@@ -248,17 +267,21 @@ func segmentBytes(dir string) int64 {
 // clearing that were most of a restart's time (BenchmarkReplayFullHead);
 // at most 8x at a time, so a series seen only early in the WAL reserves
 // little more than doubling would.
+//
+// A head restored from a checkpoint's chunk (frozenChunk) takes the WAL's
+// samples beside it, so its side grows the same way; seen and total then
+// count the WAL after the checkpoint only.
 func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int64) {
-	if tr.head.p.n() > 0 {
+	if p := tr.head.p; p.n() > 0 && p.app != frozenChunk {
 		return // a compressed head grows its chunk by append's doubling
 	}
-	need := tr.head.len() + incoming
+	need := len(tr.head.side()) + incoming
 	if need <= cap(tr.head.side()) || seen <= 0 || total <= seen {
 		return
 	}
 	want := int(float64(need) * float64(total) / float64(seen) * 1.02)
 	want = min(max(want, need), 8*need)
-	tr.head.growSide(want - tr.head.len())
+	tr.head.growSide(want - len(tr.head.side()))
 }
 
 func (rp *replayer) define(r seriesRec, seg int) error {
@@ -298,7 +321,7 @@ func (rp *replayer) series(ref uint64, seg int32, what func() string) (*memSerie
 func replaySamples[S any](rp *replayer, k kind[S], ms *memSeries, seg int32, smps []S) {
 	tr := k.track(ms, true)
 	idle := !ms.hasHeadLocked()
-	growForReplay(k, tr, len(smps), rp.seen, rp.total)
+	growForReplay(k, tr, len(smps), rp.seen-rp.base, rp.total-rp.base)
 	n, b := insertAll(k, tr, smps, seg, rp.nowNs, true)
 	if idle && ms.hasHeadLocked() {
 		rp.headSeries++

@@ -55,22 +55,27 @@ func appendStartsRecords(rb *recordBuilder, series []refStarts) {
 		body := rb.body[:0]
 		n := 0
 		for n < len(series) && len(body) < maxRecordPayload {
-			s := series[n]
-			body = binary.LittleEndian.AppendUint64(body, s.Ref)
-			body = append(body, byte(s.Kind))
-			body = binary.AppendUvarint(body, uint64(len(s.Starts)))
-			prev := int64(0)
-			for _, st := range s.Starts {
-				body = binary.AppendVarint(body, st.T-prev)
-				body = binary.AppendVarint(body, st.T-st.ST)
-				prev = st.T
-			}
+			body = appendStartsEntry(body, series[n])
 			n++
 		}
 		rb.add(recStartTimes, n, body)
 		rb.body = body
 		series = series[n:]
 	}
+}
+
+// appendStartsEntry appends one series' entry of a start-times record.
+func appendStartsEntry(body []byte, s refStarts) []byte {
+	body = binary.LittleEndian.AppendUint64(body, s.Ref)
+	body = append(body, byte(s.Kind))
+	body = binary.AppendUvarint(body, uint64(len(s.Starts)))
+	prev := int64(0)
+	for _, st := range s.Starts {
+		body = binary.AppendVarint(body, st.T-prev)
+		body = binary.AppendVarint(body, st.T-st.ST)
+		prev = st.T
+	}
+	return body
 }
 
 // decodeStartsRecord calls fn for each series' entry of a start-timestamp

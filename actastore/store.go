@@ -52,6 +52,14 @@ type Store struct {
 	replayedSamples int         // at Open, for the metric
 	replayLookups   int         // at Open: registry lookups of replayed sample records' series (tests)
 	tombstones      []tombstone // replayed at Open, applied to the files before it returns
+	// ckpt is the WAL segment of the live checkpoint (-1: none) and
+	// ckptBytes its size (checkpoint.go); ckpt is guarded by truncMu
+	// once Open returned.
+	ckpt      int
+	ckptBytes atomic.Int64
+	// ckptPaused is how long the last checkpoint held commits (truncMu;
+	// benchmarks).
+	ckptPaused time.Duration
 	// lastTruncFlushes is the flush count at the last truncation attempt
 	// of the flush loop (used by that goroutine only).
 	lastTruncFlushes int64
@@ -83,6 +91,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.WALSegmentSize <= 0 {
 		o.WALSegmentSize = 64 << 20
+	}
+	if o.WALCheckpointBytes == 0 {
+		o.WALCheckpointBytes = 16 << 20
 	}
 	if o.BlockRows <= 0 {
 		o.BlockRows = 4096
@@ -134,6 +145,7 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		md:    newMetaStore(dir),
 		maint: newMaintainer(),
 		stop:  make(chan struct{}),
+		ckpt:  -1,
 	}
 	// One cleanup for every way Open can fail: what was opened is closed
 	// again, newest first.
@@ -234,11 +246,16 @@ func Open(dir string, opts Options) (_ *Store, err error) {
 		return nil, err
 	}
 	s.m.replayedSamples.Add(float64(s.replayedSamples))
+	s.m.checkpointBytes.Set(float64(s.ckptBytes.Load()))
 	s.bg.Add(1)
 	go s.flushLoop()
 	if opts.MaintenanceInterval > 0 {
 		s.bg.Add(1)
 		go s.maintainLoop()
+	}
+	if opts.WALCheckpointBytes > 0 {
+		s.bg.Add(1)
+		go s.checkpointLoop()
 	}
 	if opts.WALSync == SyncInterval {
 		s.bg.Add(1)

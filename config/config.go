@@ -107,6 +107,9 @@ type StorageConfig struct {
 	// WALPreallocate zero-fills WAL space ahead of the writer: each fsync
 	// then writes data only, and every WAL byte is written twice.
 	WALPreallocate bool `yaml:"wal_preallocate"`
+	// WALCheckpointBytes: once the WAL holds this much, the heads are
+	// written to a checkpoint and the segments before it deleted; 0: never.
+	WALCheckpointBytes ByteSize `yaml:"wal_checkpoint_bytes"`
 	// BlockRows flushes a series' head into one Acta block at this many samples.
 	BlockRows int `yaml:"block_rows"`
 	// MaxHeadAge flushes a series' head when its oldest sample is this old.

@@ -31,6 +31,9 @@ func (c *Config) Validate() error {
 		v.durationRange("storage.wal_sync_interval", s.WALSyncInterval, time.Millisecond, time.Hour)
 	}
 	v.rangeInt("storage.wal_segment_size", int64(s.WALSegmentSize), 1<<20, 1<<30)
+	if s.WALCheckpointBytes != 0 {
+		v.rangeInt("storage.wal_checkpoint_bytes", int64(s.WALCheckpointBytes), 1<<20, 1<<40)
+	}
 	v.rangeInt("storage.block_rows", int64(s.BlockRows), 1, 1<<20)
 	v.durationRange("storage.max_head_age", s.MaxHeadAge, time.Second, 24*time.Hour)
 	v.durationRange("storage.out_of_order_window", s.OutOfOrderWindow, 0, 365*24*time.Hour)

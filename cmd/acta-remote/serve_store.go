@@ -37,6 +37,7 @@ func storeOptions(cfg *config.Config, log *slog.Logger, reg prometheus.Registere
 		WALSyncInterval:    s.WALSyncInterval,
 		WALSegmentSize:     int64(s.WALSegmentSize),
 		WALPreallocate:     s.WALPreallocate,
+		WALCheckpointBytes: walCheckpointBytes(s.WALCheckpointBytes),
 		BlockRows:          s.BlockRows,
 		MaxHeadAge:         s.MaxHeadAge,
 		OutOfOrderWindow:   s.OutOfOrderWindow,
@@ -210,4 +211,13 @@ func otlpOptions(c config.OTLPConfig) otlp.Config {
 		MaxQueueWait:                         c.MaxQueueWait,
 		GRPC:                                 otlp.GRPCConfig{Enabled: c.GRPC.Enabled, ListenAddress: c.GRPC.ListenAddress},
 	}
+}
+
+// walCheckpointBytes maps storage.wal_checkpoint_bytes (0: never) onto
+// actastore.Options.WALCheckpointBytes (0: the default, negative: never).
+func walCheckpointBytes(b config.ByteSize) int64 {
+	if b == 0 {
+		return -1
+	}
+	return int64(b)
 }
