@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,4 +77,43 @@ func (w *FileWriter) Commit() (int64, error) {
 func (w *FileWriter) Abort() {
 	w.f.Close()
 	os.Remove(w.tmp)
+}
+
+// Mapping is a record file's bytes mapped read-only (mmap on Linux, read
+// whole elsewhere): no copy into the heap, its pages those of the page
+// cache. The bytes, and every payload Records gives, stay valid until
+// Unmap.
+type Mapping struct {
+	path  string
+	data  []byte
+	unmap func() error
+}
+
+// Map maps the record file at path.
+func Map(path string) (*Mapping, error) {
+	data, unmap, err := mapFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("wal: map %s: %w", path, err)
+	}
+	return &Mapping{path: path, data: data, unmap: unmap}, nil
+}
+
+// Size is the file's size in bytes.
+func (m *Mapping) Size() int64 { return int64(len(m.data)) }
+
+// Records calls fn for every record, in order, as ReadFile does: a
+// damaged or cut record is a *CorruptionError.
+func (m *Mapping) Records(fn func(payload []byte) error) error {
+	off, err := scanSegment(m.data, fn)
+	var re *recordError
+	if errors.As(err, &re) {
+		return &CorruptionError{Dir: m.path, Segment: -1, Offset: off, Err: re.err}
+	}
+	return err
+}
+
+// Unmap releases the bytes; nothing may use them after.
+func (m *Mapping) Unmap() error {
+	m.data = nil
+	return m.unmap()
 }

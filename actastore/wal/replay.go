@@ -35,6 +35,34 @@ type ReplayStats struct {
 // it were delivered. An error from fn stops the replay and is returned as
 // is.
 func Replay(dir string, fn func(segment int, payload []byte) error) (ReplayStats, error) {
+	return replay(dir, func(path string) ([]byte, error) { return os.ReadFile(path) }, fn)
+}
+
+// ReplayMapped is Replay reading each segment through a read-only memory
+// mapping (Linux; a copy elsewhere) instead of a copy into the heap: no
+// page of heap to fault in per page of log. The payloads fn gets stay
+// valid until release is called, which the caller does once it holds none
+// of them (nothing may alias them after: on Linux the pages are unmapped).
+// release is never nil.
+func ReplayMapped(dir string, fn func(segment int, payload []byte) error) (st ReplayStats, release func(), err error) {
+	var unmaps []func() error
+	release = func() {
+		for _, u := range unmaps {
+			u()
+		}
+		unmaps = nil
+	}
+	st, err = replay(dir, func(path string) ([]byte, error) {
+		data, unmap, err := mapFile(path)
+		if err == nil {
+			unmaps = append(unmaps, unmap)
+		}
+		return data, err
+	}, fn)
+	return st, release, err
+}
+
+func replay(dir string, read func(path string) ([]byte, error), fn func(segment int, payload []byte) error) (ReplayStats, error) {
 	var st ReplayStats
 	segs, err := Segments(dir)
 	if err != nil {
@@ -46,7 +74,7 @@ func Replay(dir string, fn func(segment int, payload []byte) error) (ReplayStats
 	for i, s := range segs {
 		last := i == len(segs)-1
 		path := filepath.Join(dir, SegmentName(s))
-		data, err := os.ReadFile(path)
+		data, err := read(path)
 		if err != nil {
 			return st, fmt.Errorf("wal: read segment %08d: %w", s, err)
 		}
