@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -53,11 +54,11 @@ const (
 
 const (
 	checkpointPrefix = "checkpoint."
-	// checkpointGrowth: a checkpoint is taken only once the WAL holds this
-	// many times the last one's bytes, so checkpoints add at most half to
-	// what the WAL writes, however large the heads (and a restart reads at
-	// most this many times the checkpoint's bytes of WAL after it).
-	checkpointGrowth = 2
+	// checkpointGrowth: a checkpoint is taken only once the WAL after the
+	// last one holds as many bytes as it, so checkpoints write at most what
+	// the WAL writes, however large the heads, and a restart reads at most
+	// the checkpoint and as much WAL after it (or WALCheckpointBytes).
+	checkpointGrowth = 1
 )
 
 // checkpointTick is how often checkpointLoop looks at the WAL's size (a
@@ -397,19 +398,31 @@ func prepareCheckpoint(dir string) (int, int64, error) {
 	return ckpt, fi.Size(), nil
 }
 
-// readCheckpoint calls fn with each record of checkpoint seg but its end
-// record, which it checks: a checkpoint without it is corrupt.
-func readCheckpoint(dir string, seg int, fn func(payload []byte) error) error {
-	path := filepath.Join(dir, checkpointName(seg))
-	if err := readCheckpointFile(path, seg, fn); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
+// mapCheckpoint maps checkpoint seg of the WAL directory dir for a
+// replay: its chunks become heads as they are (rp.headChunk), owned by the
+// frozenChunks returned, which unmaps them once no head holds it.
+func mapCheckpoint(dir string, seg int) (*frozenChunks, error) {
+	m, err := wal.Map(filepath.Join(dir, checkpointName(seg)))
+	if err != nil {
+		return nil, err
+	}
+	f := &frozenChunks{m: m}
+	runtime.AddCleanup(f, func(m *wal.Mapping) { m.Unmap() }, m)
+	return f, nil
+}
+
+// readCheckpoint calls fn with each record of checkpoint seg, mapped as m,
+// but its end record, which it checks: a checkpoint without it is corrupt.
+func readCheckpoint(m *wal.Mapping, dir string, seg int, fn func(payload []byte) error) error {
+	if err := readCheckpointRecords(m, seg, fn); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", filepath.Join(dir, checkpointName(seg)), err)
 	}
 	return nil
 }
 
-func readCheckpointFile(path string, seg int, fn func(payload []byte) error) error {
+func readCheckpointRecords(m *wal.Mapping, seg int, fn func(payload []byte) error) error {
 	records, ended := 0, false
-	err := wal.ReadFile(path, func(p []byte) error {
+	err := m.Records(func(p []byte) error {
 		if ended {
 			return fmt.Errorf("%w: record after the end", errRecord)
 		}
@@ -489,7 +502,7 @@ func chunkSamples[S any](k kind[S], dst []S, data []byte) ([]S, error) {
 
 // headChunk restores a head from a checkpoint's chunk: into an empty head
 // the chunk itself (frozen until the next sample: headbuf.go
-// frozenChunk), not decoded (the record's checksum covers it); into a
+// frozenChunks), not decoded (the record's checksum covers it); into a
 // head holding samples, its samples one by one.
 func (rp *replayer) headChunk(seg int32, ref uint64, maxT int64, data []byte) error {
 	ms, err := rp.series(ref, seg, func() string { return "head chunk" })
@@ -502,9 +515,9 @@ func (rp *replayer) headChunk(seg int32, ref uint64, maxT int64, data []byte) er
 	var b int64
 	if tr.head.len() == 0 && len(tr.flushingBuf()) == 0 {
 		tr.headFrom(seg, rp.nowNs)
-		p := &headParts[Sample]{maxT: maxT, app: frozenChunk}
-		// No copy: the checkpoint's buffer (read whole, never reused) holds
-		// the chunks until their heads are recompressed or flushed.
+		// No copy: the chunk stays in the checkpoint's mapping, which
+		// rp.frozen owns, until its head is recompressed or flushed.
+		p := &headParts[Sample]{maxT: maxT, app: rp.frozen}
 		p.c.Reset(data[:len(data):len(data)])
 		tr.head.p = p
 		tr.maxT = max(tr.maxT, maxT)

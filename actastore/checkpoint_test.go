@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -189,7 +190,7 @@ func TestCheckpointRestoresHeads(t *testing.T) {
 		t.Fatalf("series 1 holds %d samples, want %d", n, 60*2+57)
 	}
 	for _, ms := range s.reg.live() {
-		if p := ms.floats.head.p; p == nil || p.app == frozenChunk || p.n() < 100 {
+		if p := ms.floats.head.p; p == nil || p.frozen() || p.n() < 100 {
 			t.Fatalf("series %s: head not re-encoded in a chunk after new samples", ms.lset)
 		}
 	}
@@ -464,4 +465,54 @@ func BenchmarkCheckpoint(b *testing.B) {
 	}
 	b.ReportMetric(float64(paused.Milliseconds())/float64(b.N), "paused-ms/op")
 	b.ReportMetric(float64(s.ckptBytes.Load())/float64(series*samples), "B/sample")
+}
+
+// TestCheckpointMappingReleased: restored heads alias the checkpoint's
+// mapped pages; once every one was flushed, the pages are unmapped (and
+// the file deleted by the truncation after the flush).
+func TestCheckpointMappingReleased(t *testing.T) {
+	if _, err := os.Stat("/proc/self/maps"); err != nil {
+		t.Skip("no /proc/self/maps")
+	}
+	dir := t.TempDir()
+	s, err := Open(dir, checkpointOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitCkpt(t, s, 0, 20)
+	if err := s.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	name := checkpointName(checkpointFiles(t, dir)[0])
+	s.abandon()
+	mapped := func() bool {
+		b, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(string(b), name)
+	}
+	if s, err = Open(dir, checkpointOptions()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !mapped() {
+		t.Skip("the checkpoint is not mapped on this platform")
+	}
+	runtime.GC()
+	if !mapped() {
+		t.Fatal("checkpoint unmapped while its chunks are heads")
+	}
+	exp := readCkptState(t, s)
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50 && mapped(); i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if mapped() {
+		t.Fatal("checkpoint still mapped after every head was flushed")
+	}
+	checkCkptState(t, "after the unmap", readCkptState(t, s), exp)
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/acta-remote/acta-remote/actastore/wal"
 )
 
 // headBuf is a track's head: its accepted, unflushed samples, one per
@@ -56,17 +58,26 @@ const (
 	xorHeadMaxSide = 64
 )
 
-// frozenChunk is the appender of a chunk restored from a WAL checkpoint
-// (checkpoint.go): readable, but chunkenc cannot append to a chunk read
-// from bytes (the bit position in its last byte is not in them), so the
-// first sample added after the restart encodes the head afresh
-// (recompress), once, as the replay of single samples leaves their
-// encoding to that sample too (headBuf.addNew, lazy).
-var frozenChunk chunkenc.Appender = &frozenAppender{}
+// frozenChunks is the appender of the heads restored from a WAL
+// checkpoint's chunks (checkpoint.go), one value shared by all of them,
+// which also owns the checkpoint's mapped bytes the chunks alias (they are
+// unmapped once no head holds it). Such a chunk is readable, but chunkenc
+// cannot append to a chunk read from bytes (the bit position in its last
+// byte is not in them), so the first sample added after the restart
+// encodes the head afresh (recompress), once, as the replay of single
+// samples leaves their encoding to that sample too (headBuf.addNew,
+// lazy). Its (nil) Appender methods are never called.
+type frozenChunks struct {
+	chunkenc.Appender
+	m *wal.Mapping
+}
 
-// frozenAppender only marks a frozen chunk: addNew recompresses such a
-// head before appending, so its (nil) methods are never called.
-type frozenAppender struct{ chunkenc.Appender }
+// frozen reports whether p's chunk was restored from a checkpoint and not
+// appended to since.
+func (p *headParts[S]) frozen() bool {
+	_, ok := p.app.(*frozenChunks)
+	return ok
+}
 
 // startChunk gives p an empty chunk and its appender.
 func (p *headParts[S]) startChunk() {
@@ -226,12 +237,12 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 	}
 	var b int64
 	switch {
-	case lazy && h.p.app == frozenChunk:
+	case lazy && h.p.frozen():
 		// A checkpoint's chunk stays as restored while the WAL after it
 		// replays: its samples go beside it.
 		return b + h.p.addSide(k, smp)
 	case !k.xorHead() || lazy:
-	case h.p.app == nil && len(h.p.ss) >= xorHeadMinChunk, h.p.app == frozenChunk:
+	case h.p.app == nil && len(h.p.ss) >= xorHeadMinChunk, h.p.frozen():
 		b = h.recompress(k) // a frozen chunk thaws with its side samples
 	}
 	p, t := h.p, k.ts(smp)
@@ -267,7 +278,7 @@ func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
 		h.p = &headParts[S]{}
 	}
 	var b int64
-	if p := h.p; (p.app == nil || (lazy && p.app == frozenChunk)) && (lazy || !k.xorHead() || len(p.ss)+len(ss) <= xorHeadMinChunk) {
+	if p := h.p; (p.app == nil || (lazy && p.frozen())) && (lazy || !k.xorHead() || len(p.ss)+len(ss) <= xorHeadMinChunk) {
 		p.ss = append(p.ss, ss...)
 		for _, s := range ss {
 			b += k.size(s)

@@ -271,7 +271,12 @@ func (r *ReadOnly) loadCheckpoint() error {
 		}
 		delete(r.walData, checkpointKey)
 		if c >= 0 {
-			err = readCheckpoint(dir, c, func(p []byte) error { return r.walRecord(checkpointKey, p) })
+			var m *wal.Mapping
+			if m, err = wal.Map(filepath.Join(dir, checkpointName(c))); err == nil {
+				// Records are decoded into copies: the view keeps none.
+				err = readCheckpoint(m, dir, c, func(p []byte) error { return r.walRecord(checkpointKey, p) })
+				m.Unmap()
+			}
 		}
 		if errors.Is(err, os.ErrNotExist) && try < 3 {
 			continue // replaced by a newer one meanwhile

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 
@@ -161,15 +162,23 @@ func (s *Store) replayWAL() error {
 		return pipe.add(seg, p, seen)
 	}
 	var st wal.ReplayStats
+	release := func() {}
 	if ckpt >= 0 {
-		err = readCheckpoint(dir, ckpt, func(p []byte) error { return add(ckpt, p) })
+		rp.frozen, err = mapCheckpoint(dir, ckpt) // checkpoint.go
+		if err == nil {
+			err = readCheckpoint(rp.frozen.m, dir, ckpt, func(p []byte) error { return add(ckpt, p) })
+		}
 	}
 	if err == nil {
-		st, err = wal.Replay(dir, add)
+		st, release, err = wal.ReplayMapped(dir, add)
 	}
 	if perr := pipe.close(); err == nil {
 		err = perr
 	}
+	// Nothing of the records is kept: the heads hold copies (but for the
+	// checkpoint's chunks, which its frozenChunks owns).
+	release()
+	runtime.KeepAlive(rp.frozen)
 	if err != nil {
 		return fmt.Errorf("replay WAL: %w", err)
 	}
@@ -218,6 +227,7 @@ type replayer struct {
 	lb       labels.ScratchBuilder
 	hs       []HistogramSample // the legacy replay's scratch
 	fs       []Sample          // a checkpoint's head chunk, decoded
+	frozen   *frozenChunks     // the heads restored from the checkpoint's chunks
 	sts      []StartTime
 	replayed int
 	legacy   bool // replaying the pre-one-WAL histogram WAL
@@ -268,11 +278,11 @@ func segmentBytes(dir string) int64 {
 // at most 8x at a time, so a series seen only early in the WAL reserves
 // little more than doubling would.
 //
-// A head restored from a checkpoint's chunk (frozenChunk) takes the WAL's
+// A head restored from a checkpoint's chunk (frozenChunks) takes the WAL's
 // samples beside it, so its side grows the same way; seen and total then
 // count the WAL after the checkpoint only.
 func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int64) {
-	if p := tr.head.p; p.n() > 0 && p.app != frozenChunk {
+	if p := tr.head.p; p.n() > 0 && !p.frozen() {
 		return // a compressed head grows its chunk by append's doubling
 	}
 	need := len(tr.head.side()) + incoming
