@@ -126,10 +126,10 @@ func (s *Store) maybeCheckpoint() error {
 // checkpoint writes the heads to a new checkpoint and deletes the WAL
 // segments and the checkpoint it replaces.
 func (s *Store) checkpoint() error {
-	start := time.Now()
 	s.truncMu.Lock()
 	defer s.truncMu.Unlock()
 	dir := filepath.Join(s.dir, walDirName)
+	start := time.Now()
 	s.appendMu.Lock()
 	seg, w, cw, err := s.copyHeadsLocked(dir)
 	s.appendMu.Unlock()
@@ -138,9 +138,7 @@ func (s *Store) checkpoint() error {
 		return err
 	}
 	// What else the segments below seg held, durable before the file is.
-	if err == nil {
-		err = s.md.flush()
-	}
+	err = s.md.flush()
 	if err == nil {
 		err = s.writers.syncDirty()
 	}
@@ -243,17 +241,19 @@ type checkpointWriter struct {
 	samples int
 }
 
-// The bodies, in the order emit writes them.
+// The bodies, in the order emit writes them: a float head's other
+// samples before its chunk, so that replay puts them in the empty head,
+// then the chunk beside them as it is (headChunk).
 const (
-	bodyChunks = iota
-	bodyFloats
+	bodyFloats = iota
+	bodyChunks
 	bodyHists
 	bodyStarts
 	bodyExemplars
 	numCheckpointBodies
 )
 
-var checkpointBodyTypes = [numCheckpointBodies]byte{recHeadChunks, recSamples, recHistograms, recStartTimes, recExemplars}
+var checkpointBodyTypes = [numCheckpointBodies]byte{recSamples, recHeadChunks, recHistograms, recStartTimes, recExemplars}
 
 type checkpointBody struct {
 	buf []byte
@@ -500,10 +500,10 @@ func chunkSamples[S any](k kind[S], dst []S, data []byte) ([]S, error) {
 	return dst, nil
 }
 
-// headChunk restores a head from a checkpoint's chunk: into an empty head
-// the chunk itself (frozen until the next sample: headbuf.go
-// frozenChunks), not decoded (the record's checksum covers it); into a
-// head holding samples, its samples one by one.
+// headChunk restores a head from a checkpoint's chunk: into a head without
+// a chunk the chunk itself (frozen until the next sample: headbuf.go
+// frozenChunks), not decoded (the record's checksum covers it); else its
+// samples one by one.
 func (rp *replayer) headChunk(seg int32, ref uint64, maxT int64, data []byte) error {
 	ms, err := rp.series(ref, seg, func() string { return "head chunk" })
 	if ms == nil || err != nil {
@@ -513,13 +513,18 @@ func (rp *replayer) headChunk(seg int32, ref uint64, maxT int64, data []byte) er
 	idle := !ms.hasHeadLocked()
 	var n int
 	var b int64
-	if tr.head.len() == 0 && len(tr.flushingBuf()) == 0 {
+	if p := tr.head.p; p == nil || p.app == nil {
+		// The head has no chunk (it may hold the samples the checkpoint
+		// keeps beside it). No copy: the chunk stays in the checkpoint's
+		// mapping, which rp.frozen owns, until its head is recompressed or
+		// flushed.
 		tr.headFrom(seg, rp.nowNs)
-		// No copy: the chunk stays in the checkpoint's mapping, which
-		// rp.frozen owns, until its head is recompressed or flushed.
-		p := &headParts[Sample]{maxT: maxT, app: rp.frozen}
+		if p == nil {
+			p = &headParts[Sample]{}
+			tr.head.p = p
+		}
 		p.c.Reset(data[:len(data):len(data)])
-		tr.head.p = p
+		p.app, p.maxT = rp.frozen, maxT
 		tr.maxT = max(tr.maxT, maxT)
 		n, b = p.n(), p.chunkBytes()
 	} else {
