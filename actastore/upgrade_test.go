@@ -176,6 +176,30 @@ func TestUpgradeFromSeparateHistogramWAL(t *testing.T) {
 	checkUpgraded(t, "after a crash", s)
 }
 
+// TestUpgradeThenCheckpoint: the heads a directory of an earlier release
+// left in its WAL (before WAL checkpoints) go into a checkpoint like any,
+// and come back from it after a crash, with the segments they came from
+// deleted.
+func TestUpgradeThenCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "upgrade-v1"), dir)
+	opts := Options{MaintenanceInterval: -1, WALCheckpointBytes: -1}
+	s := openT(t, dir, opts)
+	if s.Stats().HeadSamples == 0 {
+		t.Fatal("test data: nothing in the heads after the upgrade")
+	}
+	if err := s.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	s.abandon()
+	if c := checkpointFiles(t, dir); len(c) != 1 {
+		t.Fatalf("checkpoints %v", c)
+	}
+	s = openT(t, dir, opts)
+	defer s.Close()
+	checkUpgraded(t, "from a checkpoint", s)
+}
+
 // A crash after the old WAL's data reached the files but before the WAL
 // was deleted replays it again: nothing doubles.
 func TestUpgradeReplayedTwice(t *testing.T) {
