@@ -414,8 +414,10 @@ func (s *Store) truncateWAL() error {
 	if err := s.writePendingCatalog(); err != nil {
 		return fmt.Errorf("truncate WAL: %w", err)
 	}
-	if err := s.dropCheckpointLocked(dropCkpt); err != nil {
-		return fmt.Errorf("truncate WAL: %w", err)
+	if dropCkpt {
+		if err := s.dropCheckpointLocked(); err != nil {
+			return fmt.Errorf("truncate WAL: %w", err)
+		}
 	}
 	if err := s.wal.TruncateBefore(int(keep)); err != nil {
 		return fmt.Errorf("truncate WAL: %w", err)

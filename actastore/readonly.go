@@ -50,7 +50,8 @@ type ReadOnly struct {
 	// counts the Reloads that found a listed segment gone.
 	listed      []int
 	hasListed   bool
-	ckpt        int // the WAL checkpoint read (its segment), -1: none
+	ckpt        int       // the WAL checkpoint read (its segment), -1: none
+	carry       *takenSet // what TakeWAL handed out before a new checkpoint, until marked
 	truncations int
 	fs          []Sample
 	hs          []HistogramSample
@@ -133,17 +134,8 @@ func OpenReadOnlyFor(dir string, ms ...*labels.Matcher) (*ReadOnly, error) {
 // does; the files are rewritten by the server.
 func (r *ReadOnly) Reload() (int, error) {
 	before := len(r.ix.series)
-	if err := r.loadCheckpoint(); err != nil {
-		return 0, fmt.Errorf("read WAL checkpoint of %s: %w", r.dir, err)
-	}
-	err := r.wal.Read(func(seg int, p []byte) error {
-		if seg < r.ckpt && p[0] != recSeries {
-			return nil // the checkpoint holds it (a segment not deleted yet)
-		}
-		return r.walRecord(seg, p)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("read WAL of %s: %w", r.dir, err)
+	if err := r.readWAL(); err != nil { // readonly_checkpoint.go
+		return 0, err
 	}
 	if segs, err := wal.Segments(filepath.Join(r.dir, walDirName)); err == nil {
 		live := make(map[int]bool, len(segs))
@@ -173,7 +165,7 @@ func (r *ReadOnly) Reload() (int, error) {
 	// A removed series (retention deleted its last file) stays in the view:
 	// it has no files left, so it prints nothing, and tail keeps looking
 	// for the files it gets if its labels come back.
-	err = r.catalog.Read(func(seg int, p []byte) error {
+	err := r.catalog.Read(func(seg int, p []byte) error {
 		return applyCatalogRecord(&r.lb, seg, p, r.add, func(deletedRec) {})
 	})
 	if err != nil {
@@ -188,7 +180,11 @@ func (r *ReadOnly) Reload() (int, error) {
 func (r *ReadOnly) walRecord(seg int, p []byte) error {
 	switch p[0] {
 	case recHeadChunks: // a checkpoint's
-		return decodeHeadChunksRecord(p, func(ref uint64, _ int64, data []byte) error {
+		return decodeHeadChunksRecord(p, func(ref uint64, maxT int64, data []byte) error {
+			if !r.keeps(ref) {
+				r.noteWAL(ref, maxT) // its newest is all the view needs of it
+				return nil
+			}
 			var err error
 			if r.fs, err = chunkSamples(floats, r.fs[:0], data); err != nil {
 				return err
@@ -244,56 +240,6 @@ func (r *ReadOnly) addFloats(seg int, ref uint64, ss []Sample) error {
 		w.floats = append(w.floats, ss...)
 	}
 	return nil
-}
-
-// checkpointKey is the checkpoint's key in walData: before every segment.
-const checkpointKey = -1
-
-// loadCheckpoint reads the server's newest WAL checkpoint (checkpoint.go)
-// when it is not the one read last: what its heads held when the segments
-// before it were deleted. A checkpoint that appears while the view is
-// followed (tail) counts as a truncation and hands out nothing of its own
-// through TakeWAL: its samples came from segments the view read, or that
-// the server deleted before the view read them, as with a truncation.
-func (r *ReadOnly) loadCheckpoint() error {
-	dir := filepath.Join(r.dir, walDirName)
-	for try := 0; ; try++ {
-		segs, _, err := listCheckpoints(dir)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		c := -1
-		if len(segs) > 0 {
-			c = segs[len(segs)-1]
-		}
-		if c == r.ckpt {
-			return nil
-		}
-		delete(r.walData, checkpointKey)
-		if c >= 0 {
-			var m *wal.Mapping
-			if m, err = wal.Map(filepath.Join(dir, checkpointName(c))); err == nil {
-				// Records are decoded into copies: the view keeps none.
-				err = readCheckpoint(m, dir, c, func(p []byte) error { return r.walRecord(checkpointKey, p) })
-				m.Unmap()
-			}
-		}
-		if errors.Is(err, os.ErrNotExist) && try < 3 {
-			continue // replaced by a newer one meanwhile
-		}
-		if err != nil {
-			delete(r.walData, checkpointKey)
-			return err
-		}
-		if r.hasListed {
-			r.truncations++
-			for _, w := range r.walData[checkpointKey] {
-				w.takenF, w.takenH = len(w.floats), len(w.hists)
-			}
-		}
-		r.ckpt = c
-		return nil
-	}
 }
 
 // keeps says whether the view keeps ref's WAL samples (OpenReadOnlyFor). A
@@ -367,9 +313,10 @@ func dropRange[S any](ss []S, taken int, ts func(S) int64, t tombstone) ([]S, in
 }
 
 // Truncations counts the Reloads that found WAL segments deleted since the
-// Reload before (the server truncating its WAL after a flush). Samples of
-// a segment deleted before this view read them are in the series files,
-// possibly in files that were not there at the last listing.
+// Reload before (the server truncating its WAL after a flush) or a new
+// WAL checkpoint. Samples of a segment deleted before this view read them
+// are in the series files, possibly in files that were not there at the
+// last listing, or in the checkpoint, which TakeWAL hands out.
 func (r *ReadOnly) Truncations() int { return r.truncations }
 
 // TakeWAL returns ref's samples of both kinds read from the WAL since the
@@ -377,7 +324,8 @@ func (r *ReadOnly) Truncations() int { return r.truncations }
 // in the order the server acknowledged them: what a follower of the store
 // prints as new. Each WAL record's samples are handed out once, out of
 // order ones included; samples of a segment deleted before they were taken
-// are not (the files hold them; see Truncations).
+// are not if a flush deleted it (the files hold them; see Truncations),
+// and are, in timestamp order, if a checkpoint did.
 func (r *ReadOnly) TakeWAL(ref uint64) (fs []Sample, hs []HistogramSample) {
 	for _, seg := range r.segs {
 		w := r.walData[seg][ref]

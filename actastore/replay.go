@@ -164,13 +164,18 @@ func (s *Store) replayWAL() error {
 	var st wal.ReplayStats
 	release := func() {}
 	if ckpt >= 0 {
-		rp.frozen, err = mapCheckpoint(dir, ckpt) // checkpoint.go
+		rp.frozen, err = mapCheckpoint(dir, ckpt) // checkpoint_replay.go
 		if err == nil {
 			err = readCheckpoint(rp.frozen.m, dir, ckpt, func(p []byte) error { return add(ckpt, p) })
 		}
 	}
 	if err == nil {
-		st, release, err = wal.ReplayMapped(dir, add)
+		st, release, err = wal.ReplayMapped(dir, func(seg int, p []byte) error {
+			if checkpointOnly(p[0]) {
+				return fmt.Errorf("%w: checkpoint record (type %d) in WAL segment %08d", errRecord, p[0], seg)
+			}
+			return add(seg, p)
+		})
 	}
 	if perr := pipe.close(); err == nil {
 		err = perr
@@ -197,7 +202,7 @@ func (rp *replayer) apply(seg int, p []byte) error {
 	switch p[0] {
 	case recSeries:
 		return decodeSeriesRecord(&rp.lb, p, func(r seriesRec) error { return rp.define(r, seg) })
-	case recHeadChunks: // a checkpoint's (checkpoint.go)
+	case recHeadChunks: // a checkpoint's (checkpoint_replay.go)
 		return decodeHeadChunksRecord(p, func(ref uint64, maxT int64, data []byte) error {
 			return rp.headChunk(int32(seg), ref, maxT, data)
 		})

@@ -51,7 +51,7 @@ func (w *FileWriter) Append(payload []byte) error {
 func (w *FileWriter) Size() int64 { return w.size }
 
 // Commit makes the file durable at path and returns its size in bytes.
-// On error the temporary file is removed.
+// On error neither the temporary file nor path is left.
 func (w *FileWriter) Commit() (int64, error) {
 	err := w.w.Flush()
 	if err == nil {
@@ -68,6 +68,9 @@ func (w *FileWriter) Commit() (int64, error) {
 		return 0, fmt.Errorf("wal: write %s: %w", w.path, err)
 	}
 	if err := durable.SyncDir(filepath.Dir(w.path)); err != nil {
+		// Whether the rename is durable is unknown: the file must not
+		// outlive an error its writer acts on.
+		os.Remove(w.path)
 		return 0, err
 	}
 	return w.size, nil
