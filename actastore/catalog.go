@@ -65,16 +65,27 @@ func (c *catalog) add(series []seriesRec) error {
 	if len(series) == 0 {
 		return nil
 	}
-	recs := appendSeriesRecords(nil, series)
-	pos, err := c.log.Append(recs...)
-	if err != nil {
-		return fmt.Errorf("append %d series to catalog: %w", len(series), err)
+	// A batch of records at a time, one sync for all: the records of every
+	// series at once, and the write buffer holding them again, were about
+	// 50 MB for 200,000 series (the peak RSS of the memory scenario).
+	var pos wal.Pos
+	for done := 0; done < len(series); {
+		n := min(len(series)-done, catalogAppendSeries)
+		var err error
+		if pos, err = c.log.Append(appendSeriesRecords(nil, series[done:done+n])...); err != nil {
+			return fmt.Errorf("append %d series to catalog: %w", len(series), err)
+		}
+		done += n
 	}
 	if err := c.log.Sync(pos); err != nil {
 		return fmt.Errorf("sync catalog: %w", err)
 	}
 	return nil
 }
+
+// catalogAppendSeries is how many series definitions catalog.add encodes
+// and appends at a time (about 1 MB of records for 100-byte label sets).
+const catalogAppendSeries = 8192
 
 // remove makes the removal of series durable in the catalog.
 func (c *catalog) remove(dels []deletedRec) error {
