@@ -65,26 +65,40 @@ func (c *catalog) add(series []seriesRec) error {
 	if len(series) == 0 {
 		return nil
 	}
-	// A batch of records at a time, one sync for all: the records of every
-	// series at once, and the write buffer holding them again, were about
-	// 50 MB for 200,000 series (the peak RSS of the memory scenario).
-	var pos wal.Pos
-	for done := 0; done < len(series); {
-		n := min(len(series)-done, catalogAppendSeries)
-		var err error
-		if pos, err = c.log.Append(appendSeriesRecords(nil, series[done:done+n])...); err != nil {
-			return fmt.Errorf("append %d series to catalog: %w", len(series), err)
+	for lo := 0; lo < len(series); lo += catalogAppendSeries {
+		if err := c.append(series[lo:min(lo+catalogAppendSeries, len(series))]); err != nil {
+			return err
 		}
-		done += n
 	}
-	if err := c.log.Sync(pos); err != nil {
+	return c.sync()
+}
+
+// append appends series definitions without syncing them (sync does).
+// Callers pass a batch at a time: the records of 200,000 series at once,
+// and the write buffer holding them again, were about 50 MB (the peak RSS
+// of the memory scenario, once checkpoints wrote the catalog while it
+// ingested).
+func (c *catalog) append(series []seriesRec) error {
+	if len(series) == 0 {
+		return nil
+	}
+	if _, err := c.log.Append(appendSeriesRecords(nil, series)...); err != nil {
+		return fmt.Errorf("append %d series to catalog: %w", len(series), err)
+	}
+	return nil
+}
+
+// sync makes everything appended durable.
+func (c *catalog) sync() error {
+	if err := c.log.Sync(c.log.End()); err != nil {
 		return fmt.Errorf("sync catalog: %w", err)
 	}
 	return nil
 }
 
-// catalogAppendSeries is how many series definitions catalog.add encodes
-// and appends at a time (about 1 MB of records for 100-byte label sets).
+// catalogAppendSeries is how many series definitions are encoded and
+// appended to the catalog at a time (about 1 MB of records for 100-byte
+// label sets).
 const catalogAppendSeries = 8192
 
 // remove makes the removal of series durable in the catalog.

@@ -323,10 +323,15 @@ func checkpointSamples[S any](cw *checkpointWriter, k kind[S], ref uint64, ss []
 	cw.samples += len(ss)
 }
 
-// full reports whether a body has reached maxRecordPayload.
+// checkpointRecordBytes is the body size at which the records are
+// written out: small, as checkpoints run beside ingest and what they
+// allocate adds to its peak memory.
+const checkpointRecordBytes = 256 << 10
+
+// full reports whether a body has reached checkpointRecordBytes.
 func (cw *checkpointWriter) full() bool {
 	for i := range cw.bodies {
-		if len(cw.bodies[i].buf) >= maxRecordPayload {
+		if len(cw.bodies[i].buf) >= checkpointRecordBytes {
 			return true
 		}
 	}

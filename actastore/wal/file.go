@@ -34,7 +34,7 @@ func CreateFile(path string) (*FileWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", tmp, err)
 	}
-	return &FileWriter{f: f, w: bufio.NewWriterSize(f, 1<<20), path: path, tmp: tmp}, nil
+	return &FileWriter{f: f, w: bufio.NewWriterSize(f, 256<<10), path: path, tmp: tmp}, nil
 }
 
 // Append adds one record (1 byte to MaxRecordSize).
