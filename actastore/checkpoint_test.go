@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -515,4 +516,42 @@ func TestCheckpointMappingReleased(t *testing.T) {
 		t.Fatal("checkpoint still mapped after every head was flushed")
 	}
 	checkCkptState(t, "after the unmap", readCkptState(t, s), exp)
+}
+
+// FuzzHeadChunksRecord: any bytes as a head-chunks record (type 11) decode
+// or fail without panicking, the chunks included (as the read-only view
+// decodes them), and never yield more samples than their bytes can hold;
+// a record of real head chunks decodes to their samples.
+func FuzzHeadChunksRecord(f *testing.F) {
+	var hb headBuf[Sample]
+	for i := range 30 {
+		hb.addNew(floats, Sample{T: int64(1000 + 15*i), V: float64(i) / 3}, false)
+	}
+	p := hb.p
+	rec := []byte{recHeadChunks, 1}
+	rec = binary.LittleEndian.AppendUint64(rec, 7)
+	rec = binary.AppendVarint(rec, p.maxT)
+	rec = binary.AppendUvarint(rec, uint64(len(p.c.Bytes())))
+	rec = append(rec, p.c.Bytes()...)
+	f.Add(rec)
+	f.Add([]byte{recHeadChunks, 1, 1, 0, 0, 0, 0, 0, 0, 0, 2, 3, 0xff, 0xff, 0})
+	seed, want := rec, hb.all(floats, nil)
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		if len(rec) == 0 || rec[0] != recHeadChunks {
+			return // the type byte is checked before (rp.apply, walRecord)
+		}
+		var got []Sample
+		err := decodeHeadChunksRecord(rec, func(ref uint64, maxT int64, data []byte) error {
+			n := len(got)
+			var err error
+			got, err = chunkSamples(floats, got, data)
+			if err == nil && len(got)-n > 8*len(data) {
+				t.Fatalf("%d samples from a chunk of %d bytes", len(got)-n, len(data))
+			}
+			return err
+		})
+		if slices.Equal(rec, seed) && (err != nil || !equalBits(got, want)) {
+			t.Fatalf("the real chunk decoded to %d samples, want %d", len(got), len(want))
+		}
+	})
 }
