@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acta-remote/acta-remote/actastore/wal"
@@ -24,11 +25,12 @@ import (
 // sample, restored by a copy), and the segments below C are deleted. A
 // restart reads the checkpoint, then the segments from C on.
 //
-// Consistency: C is cut and the heads copied with appendMu held
-// exclusively (as WAL truncation scans them), so the checkpoint holds
-// exactly what the commits logged below C put in the heads, and nothing
-// logged from C on. truncMu is held throughout, so no deletion runs
-// meanwhile. Before the file
+// Consistency: C is cut with appendMu held exclusively, so every commit
+// logged below C is in the heads and none logged from C on is yet; the
+// heads are then copied as they were at the cut while commits go on
+// (checkpointCopy), so the checkpoint holds exactly what the commits
+// logged below C put in the heads. truncMu is held throughout, so no
+// deletion runs meanwhile. Before the file
 // is renamed into place, everything else the deleted segments held is
 // made durable as WAL truncation does: metadata, the series files flushes
 // wrote, and the catalog (every series the checkpoint names is in it).
@@ -124,14 +126,30 @@ func (s *Store) maybeCheckpoint() error {
 func (s *Store) checkpoint() error {
 	s.truncMu.Lock()
 	defer s.truncMu.Unlock()
-	dir := filepath.Join(s.dir, walDirName)
 	start := time.Now()
 	s.appendMu.Lock()
-	seg, w, cw, err := s.copyHeadsLocked(dir)
+	seg, err := s.wal.Cut()
+	var c *checkpointCopy
+	if err == nil && seg > s.ckpt { // else nothing was logged since the last one
+		s.ckptEpoch++
+		c = &checkpointCopy{epoch: s.ckptEpoch}
+		s.ckptCopy.Store(c)
+	}
 	s.appendMu.Unlock()
 	paused := time.Since(start)
-	if err != nil || w == nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("checkpoint: cut WAL: %w", err)
+	}
+	if c == nil {
+		return nil
+	}
+	if testHookAfterCut != nil {
+		testHookAfterCut()
+	}
+	dir := filepath.Join(s.dir, walDirName)
+	f, err := s.copyHeads(c, filepath.Join(dir, checkpointName(seg)), seg)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	// What else the segments below seg held, durable before the file is.
 	err = s.md.flush()
@@ -142,10 +160,10 @@ func (s *Store) checkpoint() error {
 		err = s.writePendingCatalog()
 	}
 	if err != nil {
-		w.Abort()
+		f.w.Abort()
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	size, err := w.Commit()
+	size, err := f.w.Commit()
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -162,46 +180,104 @@ func (s *Store) checkpoint() error {
 	s.m.checkpoints.Inc()
 	s.m.checkpointBytes.Set(float64(size))
 	s.ckptPaused = paused
-	s.log.Debug("WAL checkpoint", "segment", seg, "bytes", size, "samples", cw.samples, "commits_paused", paused, "took", time.Since(start))
+	s.log.Debug("WAL checkpoint", "segment", seg, "bytes", size, "samples", c.bodies.samples, "commits_paused", paused, "took", time.Since(start))
 	return nil
 }
 
-// copyHeadsLocked cuts the WAL and writes every head to a new checkpoint
-// file, not yet committed (appendMu held exclusively, so that it holds
-// exactly what the segments below the cut logged: a sample logged after
-// it and copied too would make its replay look it up in the restored
-// chunk, a scan of the chunk per sample). w is nil when nothing was
-// logged since the last checkpoint.
-func (s *Store) copyHeadsLocked(dir string) (seg int, w *wal.FileWriter, cw *checkpointWriter, err error) {
-	seg, err = s.wal.Cut()
-	if err != nil {
-		return 0, nil, nil, fmt.Errorf("checkpoint: cut WAL: %w", err)
+// testHookAfterCut, set by tests only, runs after a checkpoint's cut,
+// before its walk over the series: commits then change heads not copied
+// yet.
+var testHookAfterCut func()
+
+// checkpointCopy is a checkpoint copying every head as it was at its cut
+// (segment C) while commits go on: each head is copied once, by the
+// checkpoint's walk over the series or, first, by a commit about to change
+// it (copyBefore), so that the checkpoint holds exactly what the commits
+// logged below C put in the heads and nothing logged from C on (a sample
+// in both would make replay look it up in the restored chunk, a scan of
+// the chunk per sample). Flushes need not copy: what they take from a head
+// is in a series file, synced before the checkpoint is committed.
+// Deletions and series removals wait for truncMu, which the checkpoint
+// holds. A series created after the cut held nothing at it.
+type checkpointCopy struct {
+	epoch uint32 // memSeries.ckptEpoch of a head copied
+	// mu guards the rest: commits and the walk add to bodies, the walk
+	// writes them out (swapped with spare); a leaf lock.
+	mu     sync.Mutex
+	bodies checkpointBodies
+	spare  checkpointBodies
+	closed bool // the walk is over: a head not copied yet held nothing at the cut
+}
+
+// copyBefore copies ms's head into a checkpoint being written before the
+// caller changes it (ms.mu held); a no-op without one.
+func (s *Store) copyBefore(ms *memSeries) {
+	if c := s.ckptCopy.Load(); c != nil {
+		c.copy(ms)
 	}
-	if seg <= s.ckpt {
-		return seg, nil, nil, nil
+}
+
+// copy adds ms's head unless it was copied already (ms.mu held).
+func (c *checkpointCopy) copy(ms *memSeries) {
+	if ms.ckptEpoch == c.epoch {
+		return
 	}
-	if w, err = wal.CreateFile(filepath.Join(dir, checkpointName(seg))); err != nil {
-		return 0, nil, nil, fmt.Errorf("checkpoint: %w", err)
+	ms.ckptEpoch = c.epoch
+	c.mu.Lock()
+	if !c.closed {
+		c.bodies.series(ms)
 	}
-	cw = &checkpointWriter{w: w}
-	for _, ms := range s.reg.live() {
-		ms.mu.Lock()
-		cw.series(ms)
-		ms.mu.Unlock()
-		if cw.full() {
-			if err = cw.emit(); err != nil {
+	c.mu.Unlock()
+}
+
+// copyHeads walks the series, copying each head not copied yet, and
+// writes the checkpoint's records to path (not committed). Commits stop
+// copying before it returns.
+func (s *Store) copyHeads(c *checkpointCopy, path string, seg int) (*checkpointFile, error) {
+	w, err := wal.CreateFile(path)
+	var f *checkpointFile
+	if err == nil {
+		f = &checkpointFile{w: w}
+		for _, ms := range s.reg.live() {
+			ms.mu.Lock()
+			c.copy(ms)
+			ms.mu.Unlock()
+			if err = c.writeFull(f); err != nil {
 				break
 			}
 		}
 	}
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	s.ckptCopy.Store(nil)
 	if err == nil {
-		err = cw.finish(seg)
+		err = f.finish(&c.bodies, seg)
 	}
-	if err != nil {
+	if err != nil && f != nil {
 		w.Abort()
-		return 0, nil, nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	return seg, w, cw, nil
+	return f, err
+}
+
+// writeFull writes the bodies out once one is full, swapped with the
+// spare ones so that commits copying heads meanwhile do not wait for the
+// file.
+func (c *checkpointCopy) writeFull(f *checkpointFile) error {
+	c.mu.Lock()
+	if !c.bodies.full() {
+		c.mu.Unlock()
+		return nil
+	}
+	out := c.bodies
+	c.bodies, c.spare = c.spare, checkpointBodies{}
+	c.bodies.samples = out.samples
+	c.mu.Unlock()
+	err := f.emit(&out)
+	c.mu.Lock()
+	c.spare = out
+	c.mu.Unlock()
+	return err
 }
 
 // dropCheckpointLocked deletes the checkpoint (and any other, say left by
@@ -242,15 +318,12 @@ func removeCheckpoints(dir string, keep int) error {
 	return nil
 }
 
-// checkpointWriter collects the records of a checkpoint, a record body per
-// type, and writes them out once one is full: each series' entries sit in
-// one batch, its start timestamps after its samples (replay matches them).
-type checkpointWriter struct {
-	w       *wal.FileWriter
-	bodies  [numCheckpointBodies]checkpointBody
-	payload []byte
-	records int
-	samples int
+// checkpointBodies collect the records of a checkpoint, a record body per
+// type: each series' entries sit in one batch, its start timestamps after
+// its samples (replay matches them).
+type checkpointBodies struct {
+	b       [numCheckpointBodies]checkpointBody
+	samples int // head samples copied, for the log
 }
 
 // The bodies, in the order emit writes them: a float head's other
@@ -273,13 +346,13 @@ type checkpointBody struct {
 }
 
 // series adds what ms holds only in memory (ms.mu held).
-func (cw *checkpointWriter) series(ms *memSeries) {
-	checkpointTrack(cw, floats, ms.ref, &ms.floats, bodyFloats)
+func (cb *checkpointBodies) series(ms *memSeries) {
+	checkpointTrack(cb, floats, ms.ref, &ms.floats, bodyFloats)
 	if ms.hists != nil {
-		checkpointTrack(cw, histograms, ms.ref, ms.hists, bodyHists)
+		checkpointTrack(cb, histograms, ms.ref, ms.hists, bodyHists)
 	}
 	if e := ms.ex; e != nil && e.unflushed > 0 {
-		b := &cw.bodies[bodyExemplars]
+		b := &cb.b[bodyExemplars]
 		b.buf = appendExemplarsEntry(b.buf, ms.ref, e.kept[len(e.kept)-e.unflushed:])
 		b.n++
 	}
@@ -288,24 +361,24 @@ func (cw *checkpointWriter) series(ms *memSeries) {
 // checkpointTrack adds a track's head (its chunk as is, its other samples
 // as a samples entry), the samples being flushed, and their start
 // timestamps.
-func checkpointTrack[S any](cw *checkpointWriter, k kind[S], ref uint64, tr *track[S], body int) {
+func checkpointTrack[S any](cb *checkpointBodies, k kind[S], ref uint64, tr *track[S], body int) {
 	if p := tr.head.p; p != nil {
 		if n := p.n(); n > 0 {
-			b := &cw.bodies[bodyChunks]
+			b := &cb.b[bodyChunks]
 			b.buf = binary.LittleEndian.AppendUint64(b.buf, ref)
 			b.buf = binary.AppendVarint(b.buf, p.maxT)
 			b.buf = binary.AppendUvarint(b.buf, uint64(len(p.c.Bytes())))
 			b.buf = append(b.buf, p.c.Bytes()...)
 			b.n++
-			cw.samples += n
+			cb.samples += n
 		}
-		checkpointSamples(cw, k, ref, p.ss, body)
+		checkpointSamples(cb, k, ref, p.ss, body)
 	}
-	checkpointSamples(cw, k, ref, tr.flushingBuf(), body)
+	checkpointSamples(cb, k, ref, tr.flushingBuf(), body)
 	if tr.cold != nil && tr.cold.starts != nil {
 		for _, sts := range [][]StartTime{tr.cold.starts.head, tr.cold.starts.flushing} {
 			if len(sts) > 0 {
-				b := &cw.bodies[bodyStarts]
+				b := &cb.b[bodyStarts]
 				b.buf = appendStartsEntry(b.buf, refStarts{Ref: ref, Kind: k.id(), Starts: sts})
 				b.n++
 			}
@@ -313,14 +386,14 @@ func checkpointTrack[S any](cw *checkpointWriter, k kind[S], ref uint64, tr *tra
 	}
 }
 
-func checkpointSamples[S any](cw *checkpointWriter, k kind[S], ref uint64, ss []S, body int) {
+func checkpointSamples[S any](cb *checkpointBodies, k kind[S], ref uint64, ss []S, body int) {
 	if len(ss) == 0 {
 		return
 	}
-	b := &cw.bodies[body]
+	b := &cb.b[body]
 	b.buf = appendSamplesEntry(k, b.buf, ref, ss)
 	b.n++
-	cw.samples += len(ss)
+	cb.samples += len(ss)
 }
 
 // checkpointRecordBytes is the body size at which the records are
@@ -329,41 +402,48 @@ func checkpointSamples[S any](cw *checkpointWriter, k kind[S], ref uint64, ss []
 const checkpointRecordBytes = 256 << 10
 
 // full reports whether a body has reached checkpointRecordBytes.
-func (cw *checkpointWriter) full() bool {
-	for i := range cw.bodies {
-		if len(cw.bodies[i].buf) >= checkpointRecordBytes {
+func (cb *checkpointBodies) full() bool {
+	for i := range cb.b {
+		if len(cb.b[i].buf) >= checkpointRecordBytes {
 			return true
 		}
 	}
 	return false
 }
 
-// emit writes the non-empty bodies as records.
-func (cw *checkpointWriter) emit() error {
-	for i := range cw.bodies {
-		b := &cw.bodies[i]
+// checkpointFile writes a checkpoint's records.
+type checkpointFile struct {
+	w       *wal.FileWriter
+	payload []byte
+	records int
+}
+
+// emit writes the non-empty bodies as records and empties them.
+func (f *checkpointFile) emit(cb *checkpointBodies) error {
+	for i := range cb.b {
+		b := &cb.b[i]
 		if b.n == 0 {
 			continue
 		}
-		cw.payload = append(cw.payload[:0], checkpointBodyTypes[i])
-		cw.payload = binary.AppendUvarint(cw.payload, uint64(b.n))
-		cw.payload = append(cw.payload, b.buf...)
-		if err := cw.w.Append(cw.payload); err != nil {
+		f.payload = append(f.payload[:0], checkpointBodyTypes[i])
+		f.payload = binary.AppendUvarint(f.payload, uint64(b.n))
+		f.payload = append(f.payload, b.buf...)
+		if err := f.w.Append(f.payload); err != nil {
 			return err
 		}
-		cw.records++
+		f.records++
 		b.buf, b.n = b.buf[:0], 0
 	}
 	return nil
 }
 
-// finish writes what is left and the end record.
-func (cw *checkpointWriter) finish(seg int) error {
-	if err := cw.emit(); err != nil {
+// finish writes the bodies left and the end record.
+func (f *checkpointFile) finish(cb *checkpointBodies, seg int) error {
+	if err := f.emit(cb); err != nil {
 		return err
 	}
-	cw.payload = append(cw.payload[:0], recCheckpointEnd)
-	cw.payload = binary.AppendUvarint(cw.payload, uint64(seg))
-	cw.payload = binary.AppendUvarint(cw.payload, uint64(cw.records))
-	return cw.w.Append(cw.payload)
+	f.payload = append(f.payload[:0], recCheckpointEnd)
+	f.payload = binary.AppendUvarint(f.payload, uint64(seg))
+	f.payload = binary.AppendUvarint(f.payload, uint64(f.records))
+	return f.w.Append(f.payload)
 }

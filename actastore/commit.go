@@ -570,6 +570,7 @@ func (t *txn) apply(seg int32) {
 		}
 		ms := ts.ms
 		ms.mu.Lock()
+		s.copyBefore(ms) // a checkpoint copying the heads takes this one first (checkpoint.go)
 		idle := !ms.hasHeadLocked()
 		n, b := insertAll(floats, &ms.floats, t.floats[ts.f0:ts.f1], seg, nowNs, false)
 		written[kindFloat] += n

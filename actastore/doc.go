@@ -132,8 +132,8 @@
 //  2. Store.truncMu — one WAL truncation, checkpoint, series removal or
 //     deletion at a time.
 //  3. Store.appendMu — shared by Commit, exclusive by truncation's scan, a
-//     checkpoint's copy of the heads (checkpoint.go), series removal and a
-//     deletion's tombstone (delete.go).
+//     checkpoint's cut (checkpoint.go), series removal and a deletion's
+//     tombstone (delete.go).
 //  4. a series' flush lock (Store.flushLock: striped over refs) — its
 //     flushes, and removal or rewrite of its files; a deletion takes the
 //     stripes of all its series at once, in stripe order. One exception
@@ -145,9 +145,11 @@
 //  5. registry.mu — series maps and the label index.
 //  6. memSeries.mu — one series' tracks and exemplars; never two at once.
 //  7. writerCache.mu, then (after releasing it) writerEntry.mu; metaStore.mu,
-//     maintainer.cmu and tier.mu are leaves. The WAL's own locks are below
-//     all. tier.cycleLock (one upload cycle at a time) is taken before
-//     anything else the cycle takes, as maint.mu is.
+//     maintainer.cmu, tier.mu and checkpointCopy.mu (taken with a
+//     memSeries.mu held, by commits copying a head for a checkpoint) are
+//     leaves. The WAL's own locks are below all. tier.cycleLock (one
+//     upload cycle at a time) is taken before anything else the cycle
+//     takes, as maint.mu is.
 //
 // No file I/O happens under registry.mu or memSeries.mu: file reads for
 // duplicate detection and for Select run between critical sections.

@@ -148,10 +148,13 @@ func validateLabels(lset labels.Labels) error {
 // sample it holds, and its newest exemplars. An idle series (nothing
 // buffered) costs the struct, its labels and its postings entries.
 type memSeries struct {
-	ref     uint64
-	id      uint32 // index id, assigned by index.add
-	lset    labels.Labels
-	created int64 // ms
+	ref uint64
+	id  uint32 // index id, assigned by index.add
+	// ckptEpoch is the WAL checkpoint that copied the series' heads last
+	// (checkpointCopy; guarded by mu). In the padding after id.
+	ckptEpoch uint32
+	lset      labels.Labels
+	created   int64 // ms
 
 	mu     sync.Mutex // guards everything below
 	floats track[Sample]

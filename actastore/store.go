@@ -57,6 +57,11 @@ type Store struct {
 	// once Open returned.
 	ckpt      int
 	ckptBytes atomic.Int64
+	// ckptCopy is the checkpoint copying the heads (nil when none does),
+	// which commits copy a head into before they change it; ckptEpoch
+	// numbers checkpoints (truncMu).
+	ckptCopy  atomic.Pointer[checkpointCopy]
+	ckptEpoch uint32
 	// ckptPaused is how long the last checkpoint held commits (truncMu;
 	// benchmarks).
 	ckptPaused time.Duration
