@@ -53,6 +53,11 @@ type exemplars struct {
 	loaded    bool       // the file's exemplars are merged into kept
 	seg       int32      // WAL segment of the oldest unflushed exemplar
 	since     int64      // unix ns when the oldest unflushed arrived
+	// added counts the exemplars ever kept: a flush leaves unflushed
+	// those added since it took its copy (subtracting what it wrote
+	// marked some written when more than the free room arrived meanwhile,
+	// and a WAL checkpoint or truncation then lost them).
+	added uint64
 }
 
 // exemplarsLocked returns the series' exemplars, creating them (mu held).
@@ -82,6 +87,7 @@ func (e *exemplars) add(es []Exemplar, seg int32, nowNs int64) int {
 		x.Labels = x.Labels.Copy() // the caller's batch memory is not ours
 		e.kept = append(e.kept, x)
 		e.unflushed++
+		e.added++
 	}
 	if n := len(e.kept); n > maxExemplarsKept {
 		e.kept = slices.Delete(e.kept, 0, n-maxExemplarsKept)
@@ -134,7 +140,7 @@ func (s *Store) flushExemplars(ms *memSeries) error {
 	}
 	fresh := slices.Clone(e.kept[len(e.kept)-n:])
 	kept := slices.Clone(e.kept)
-	rows := e.fileRows
+	rows, added := e.fileRows, e.added
 	ms.mu.Unlock()
 
 	path := exemplarFilePath(s.dir, ms.ref)
@@ -167,7 +173,7 @@ func (s *Store) flushExemplars(ms *memSeries) error {
 	}
 	ms.mu.Lock()
 	e.fileRows = rows
-	e.unflushed -= min(n, e.unflushed)
+	e.unflushed = int(min(e.added-added, uint64(len(e.kept))))
 	ms.mu.Unlock()
 	return nil
 }
