@@ -202,10 +202,9 @@ var testHookAfterCut func()
 type checkpointCopy struct {
 	epoch uint32 // memSeries.ckptEpoch of a head copied
 	// mu guards the rest: commits and the walk add to bodies, the walk
-	// writes them out (swapped with spare); a leaf lock.
+	// takes the full batches out to write them; a leaf lock.
 	mu     sync.Mutex
 	bodies checkpointBodies
-	spare  checkpointBodies
 	closed bool // the walk is over: a head not copied yet held nothing at the cut
 }
 
@@ -260,22 +259,21 @@ func (s *Store) copyHeads(c *checkpointCopy, path string, seg int) (*checkpointF
 	return f, err
 }
 
-// writeFull writes the bodies out once one is full, swapped with the
-// spare ones so that commits copying heads meanwhile do not wait for the
-// file.
+// writeFull writes the batches filled so far, taken out under mu so that
+// commits copying heads meanwhile do not wait for the file.
 func (c *checkpointCopy) writeFull(f *checkpointFile) error {
 	c.mu.Lock()
-	if !c.bodies.full() {
-		c.mu.Unlock()
-		return nil
-	}
-	out := c.bodies
-	c.bodies, c.spare = c.spare, checkpointBodies{}
-	c.bodies.samples = out.samples
+	full := c.bodies.full
+	c.bodies.full = nil
 	c.mu.Unlock()
-	err := f.emit(&out)
+	var err error
+	for i := range full {
+		if err == nil {
+			err = f.emit(&full[i])
+		}
+	}
 	c.mu.Lock()
-	c.spare = out
+	c.bodies.reuse(full)
 	c.mu.Unlock()
 	return err
 }
@@ -318,13 +316,23 @@ func removeCheckpoints(dir string, keep int) error {
 	return nil
 }
 
-// checkpointBodies collect the records of a checkpoint, a record body per
-// type: each series' entries sit in one batch, its start timestamps after
-// its samples (replay matches them).
+// checkpointBodies collect a checkpoint's records in batches of a record
+// body per type: the batch being filled and the full ones not written
+// yet. A batch is full once a body reaches checkpointRecordBytes, even in
+// the middle of a series (its samples are split into entries of about a
+// quarter of that), so that neither a record nor what a commit copying a
+// head appends to grows with the heads. A series' entries are added in one
+// call, its other samples before its chunk and its start timestamps after
+// both: with batches written in order and a batch's bodies in the order
+// below, replay meets them in that order.
 type checkpointBodies struct {
-	b       [numCheckpointBodies]checkpointBody
-	samples int // head samples copied, for the log
+	cur     checkpointBatch
+	full    []checkpointBatch // to be written
+	free    []checkpointBatch // written, emptied, for reuse
+	samples int               // head samples copied, for the log
 }
+
+type checkpointBatch [numCheckpointBodies]checkpointBody
 
 // The bodies, in the order emit writes them: a float head's other
 // samples before its chunk, so that replay puts them in the empty head,
@@ -352,63 +360,98 @@ func (cb *checkpointBodies) series(ms *memSeries) {
 		checkpointTrack(cb, histograms, ms.ref, ms.hists, bodyHists)
 	}
 	if e := ms.ex; e != nil && e.unflushed > 0 {
-		b := &cb.b[bodyExemplars]
-		b.buf = appendExemplarsEntry(b.buf, ms.ref, e.kept[len(e.kept)-e.unflushed:])
-		b.n++
+		cb.entry(bodyExemplars, func(buf []byte) []byte {
+			return appendExemplarsEntry(buf, ms.ref, e.kept[len(e.kept)-e.unflushed:])
+		})
 	}
 }
 
-// checkpointTrack adds a track's head (its chunk as is, its other samples
-// as a samples entry), the samples being flushed, and their start
+// checkpointTrack adds a track's samples other than its chunk's (the
+// head's and those being flushed), its chunk as is, and their start
 // timestamps.
 func checkpointTrack[S any](cb *checkpointBodies, k kind[S], ref uint64, tr *track[S], body int) {
-	if p := tr.head.p; p != nil {
-		if n := p.n(); n > 0 {
-			b := &cb.b[bodyChunks]
-			b.buf = binary.LittleEndian.AppendUint64(b.buf, ref)
-			b.buf = binary.AppendVarint(b.buf, p.maxT)
-			b.buf = binary.AppendUvarint(b.buf, uint64(len(p.c.Bytes())))
-			b.buf = append(b.buf, p.c.Bytes()...)
-			b.n++
-			cb.samples += n
-		}
+	p := tr.head.p
+	if p != nil {
 		checkpointSamples(cb, k, ref, p.ss, body)
 	}
 	checkpointSamples(cb, k, ref, tr.flushingBuf(), body)
+	if n := p.n(); n > 0 {
+		cb.entry(bodyChunks, func(buf []byte) []byte {
+			buf = binary.LittleEndian.AppendUint64(buf, ref)
+			buf = binary.AppendVarint(buf, p.maxT)
+			buf = binary.AppendUvarint(buf, uint64(len(p.c.Bytes())))
+			return append(buf, p.c.Bytes()...)
+		})
+		cb.samples += n
+	}
 	if tr.cold != nil && tr.cold.starts != nil {
 		for _, sts := range [][]StartTime{tr.cold.starts.head, tr.cold.starts.flushing} {
-			if len(sts) > 0 {
-				b := &cb.b[bodyStarts]
-				b.buf = appendStartsEntry(b.buf, refStarts{Ref: ref, Kind: k.id(), Starts: sts})
-				b.n++
+			for lo := 0; lo < len(sts); lo += checkpointStartsPiece {
+				part := sts[lo:min(lo+checkpointStartsPiece, len(sts))]
+				cb.entry(bodyStarts, func(buf []byte) []byte {
+					return appendStartsEntry(buf, refStarts{Ref: ref, Kind: k.id(), Starts: part})
+				})
 			}
 		}
 	}
 }
 
+// checkpointSamples adds ss in entries of about a quarter of
+// checkpointRecordBytes (by their head cost, kind.size).
 func checkpointSamples[S any](cb *checkpointBodies, k kind[S], ref uint64, ss []S, body int) {
-	if len(ss) == 0 {
-		return
+	for lo := 0; lo < len(ss); {
+		hi, size := lo, int64(0)
+		for hi < len(ss) && (hi == lo || size < checkpointRecordBytes/4) {
+			size += k.size(ss[hi])
+			hi++
+		}
+		part := ss[lo:hi]
+		cb.entry(body, func(buf []byte) []byte { return appendSamplesEntry(k, buf, ref, part) })
+		cb.samples += len(part)
+		lo = hi
 	}
-	b := &cb.b[body]
-	b.buf = appendSamplesEntry(k, b.buf, ref, ss)
-	b.n++
-	cb.samples += len(ss)
 }
 
-// checkpointRecordBytes is the body size at which the records are
-// written out: small, as checkpoints run beside ingest and what they
-// allocate adds to its peak memory.
-const checkpointRecordBytes = 256 << 10
+// checkpointRecordBytes is the body size at which a batch is full: small,
+// as checkpoints run beside ingest and what they allocate adds to its
+// peak memory; checkpointStartsPiece the start timestamps of one entry.
+const (
+	checkpointRecordBytes = 256 << 10
+	checkpointStartsPiece = 8192
+)
 
-// full reports whether a body has reached checkpointRecordBytes.
-func (cb *checkpointBodies) full() bool {
-	for i := range cb.b {
-		if len(cb.b[i].buf) >= checkpointRecordBytes {
-			return true
+// entry appends one entry to a body of the current batch, which is full
+// once that body reaches checkpointRecordBytes.
+func (cb *checkpointBodies) entry(body int, add func([]byte) []byte) {
+	b := &cb.cur[body]
+	b.buf = add(b.buf)
+	b.n++
+	if len(b.buf) >= checkpointRecordBytes {
+		cb.cut()
+	}
+}
+
+// cut queues the current batch, if it holds anything, for writing.
+func (cb *checkpointBodies) cut() {
+	for _, b := range cb.cur {
+		if b.n > 0 {
+			cb.full = append(cb.full, cb.cur)
+			cb.cur = checkpointBatch{}
+			if n := len(cb.free); n > 0 {
+				cb.cur, cb.free = cb.free[n-1], cb.free[:n-1]
+			}
+			return
 		}
 	}
-	return false
+}
+
+// reuse keeps up to two written batches for the next ones.
+func (cb *checkpointBodies) reuse(written []checkpointBatch) {
+	for _, b := range written {
+		if len(cb.free) < 2 {
+			cb.free = append(cb.free, b)
+		}
+	}
 }
 
 // checkpointFile writes a checkpoint's records.
@@ -418,10 +461,10 @@ type checkpointFile struct {
 	records int
 }
 
-// emit writes the non-empty bodies as records and empties them.
-func (f *checkpointFile) emit(cb *checkpointBodies) error {
-	for i := range cb.b {
-		b := &cb.b[i]
+// emit writes a batch's non-empty bodies as records and empties them.
+func (f *checkpointFile) emit(batch *checkpointBatch) error {
+	for i := range batch {
+		b := &batch[i]
 		if b.n == 0 {
 			continue
 		}
@@ -437,11 +480,16 @@ func (f *checkpointFile) emit(cb *checkpointBodies) error {
 	return nil
 }
 
-// finish writes the bodies left and the end record.
+// finish writes the batches left and the end record (nothing may add to
+// cb any more).
 func (f *checkpointFile) finish(cb *checkpointBodies, seg int) error {
-	if err := f.emit(cb); err != nil {
-		return err
+	cb.cut()
+	for i := range cb.full {
+		if err := f.emit(&cb.full[i]); err != nil {
+			return err
+		}
 	}
+	cb.full = nil
 	f.payload = append(f.payload[:0], recCheckpointEnd)
 	f.payload = binary.AppendUvarint(f.payload, uint64(seg))
 	f.payload = binary.AppendUvarint(f.payload, uint64(f.records))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -291,4 +292,75 @@ func TestCheckpointLeftoversRemoved(t *testing.T) {
 	if c := checkpointFiles(t, dir); len(c) != 0 {
 		t.Fatalf("checkpoints %v left after every head was flushed", c)
 	}
+}
+
+// TestCheckpointRecordsBounded: large heads (native histograms of 4,096
+// buckets, 0.8 MiB a series) that a commit copies into a checkpoint
+// before its walk writes anything still make records of at most about
+// checkpointRecordBytes, and the commit does not grow one buffer with all
+// of them. (Found by review: the commit's copies piled up into one record
+// per type, past wal.MaxRecordSize with enough of them: a panic.)
+func TestCheckpointRecordsBounded(t *testing.T) {
+	const series, perSeries, buckets = 24, 25, 4096
+	big := func(ts int64, nb int) HistogramSample {
+		bs := make([]float64, nb)
+		for i := range bs {
+			bs[i] = float64(i%7) + 0.5
+		}
+		return HistogramSample{T: ts, FH: &histogram.FloatHistogram{ZeroThreshold: 1e-128, Count: float64(nb), Sum: 1,
+			PositiveSpans: []histogram.Span{{Length: uint32(nb)}}, PositiveBuckets: bs}}
+	}
+	o := checkpointOptions()
+	o.MaxHeadBytes = 16 << 30
+	dir := t.TempDir()
+	s, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lset := func(i int) labels.Labels { return labels.FromStrings("__name__", "big_hist", "i", fmt.Sprint(i)) }
+	for i := 0; i < series; i++ {
+		hs := make([]HistogramSample, perSeries)
+		for j := range hs {
+			hs[j] = big(int64(1000+j), buckets)
+		}
+		b := &Batch{}
+		b.Add(lset(i), nil, hs, nil)
+		if res, err := s.Commit(context.Background(), b); err != nil || res.Rejected() != 0 {
+			t.Fatalf("commit: %v %+v", err, res)
+		}
+	}
+	testHookAfterCut = func() { // every head copied by this commit, before the walk
+		b := &Batch{}
+		for i := 0; i < series; i++ {
+			b.Add(lset(i), nil, []HistogramSample{big(5000, 1)}, nil)
+		}
+		if res, err := s.Commit(context.Background(), b); err != nil || res.Rejected() != 0 {
+			t.Errorf("commit after the cut: %v %+v", err, res)
+		}
+	}
+	err = s.checkpoint()
+	testHookAfterCut = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, walDirName, checkpointName(checkpointFiles(t, dir)[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	largest, records := 0, 0
+	for off := 0; off < len(b); records++ {
+		n := int(binary.LittleEndian.Uint32(b[off:]))
+		largest = max(largest, n)
+		off += 8 + n
+	}
+	if limit := 2 * checkpointRecordBytes; largest > limit || records < series {
+		t.Fatalf("%d records, the largest %d bytes; want at least %d, none over %d", records, largest, series, limit)
+	}
+	exp := readCkptState(t, s)
+	s.abandon()
+	if s, err = Open(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkCkptState(t, "after a crash", readCkptState(t, s), exp)
 }
