@@ -70,9 +70,11 @@ func TestTailAcrossCheckpoint(t *testing.T) {
 	if err := tl.cycle(true); err != nil {
 		t.Fatal(err)
 	}
-	commit(5, 10)    // acknowledged; tail has not read them yet
+	// Acknowledged, and tail has not read them yet: enough of them that
+	// the WAL after the first checkpoint outgrows checkpointGrowth times it.
+	commit(5, 60)
 	waitCheckpoint() // the segment holding them is deleted; the checkpoint has them
-	commit(10, 15)
+	commit(60, 65)
 	if err := tl.cycle(false); err != nil {
 		t.Fatal(err)
 	}
@@ -88,13 +90,13 @@ func TestTailAcrossCheckpoint(t *testing.T) {
 	seen := map[int64]bool{}
 	for _, smp := range got {
 		i := (smp.T - base) / 1000
-		if seen[smp.T] || i < 0 || i >= 15 || smp.V != float64(i) {
+		if seen[smp.T] || i < 0 || i >= 65 || smp.V != float64(i) {
 			t.Fatalf("tail printed %v: a repeat or a sample never sent", smp)
 		}
 		seen[smp.T] = true
 	}
-	if len(got) != 15 {
-		t.Fatalf("tail printed %d samples, want 15: %v", len(got), got)
+	if len(got) != 65 {
+		t.Fatalf("tail printed %d samples, want 65: %v", len(got), got)
 	}
 	tl.close()
 }
