@@ -31,11 +31,11 @@ type Options struct {
 	// WALPreallocate zero-fills WAL space ahead of the writer
 	// (wal.Options.Preallocate): cheaper syncs, every WAL byte written twice.
 	WALPreallocate bool
-	// WALCheckpointBytes: once the WAL holds this many bytes (and twice
-	// the last checkpoint's), the heads are written to a checkpoint
+	// WALCheckpointBytes: once the WAL holds this many bytes (and as
+	// much as the last checkpoint), the heads are written to a checkpoint
 	// and the segments before it deleted, so a restart after a crash reads
 	// the heads' compressed copy instead of every sample's record
-	// (checkpoint.go). Default 64 MiB; negative: never.
+	// (checkpoint.go). Default 16 MiB; negative: never.
 	WALCheckpointBytes int64
 
 	// BlockRows flushes a series' head into one Acta block when it holds

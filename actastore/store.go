@@ -98,7 +98,7 @@ func (o *Options) setDefaults() {
 		o.WALSegmentSize = 64 << 20
 	}
 	if o.WALCheckpointBytes == 0 {
-		o.WALCheckpointBytes = 64 << 20
+		o.WALCheckpointBytes = 16 << 20
 	}
 	if o.BlockRows <= 0 {
 		o.BlockRows = 4096

@@ -102,7 +102,7 @@ func actaCrashSystem(bin, workDir string, samples, gomaxprocs int) (*system, err
 	if err := os.WriteFile(configFile, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	note := fmt.Sprintf("kill -9 scenario: storage.block_rows %d, max_head_age 24h, max_head_bytes 64GiB, max_head_samples 0, so that nothing is flushed before the kill (WAL checkpoints at their default, storage.wal_checkpoint_bytes 64MiB)", rows)
+	note := fmt.Sprintf("kill -9 scenario: storage.block_rows %d, max_head_age 24h, max_head_bytes 64GiB, max_head_samples 0, so that nothing is flushed before the kill (WAL checkpoints at their default, storage.wal_checkpoint_bytes 16MiB)", rows)
 	return newActaSystem(sysActa, bin, configFile, gomaxprocs, []string{protoRW1}, []string{note}), nil
 }
 
