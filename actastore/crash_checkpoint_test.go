@@ -1,17 +1,13 @@
 package actastore
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/acta-remote/acta-remote/internal/testkit"
 )
 
 // The checkpoint crash test is the mixed crash test (every kind in each
@@ -26,24 +22,10 @@ func checkpointCrashOptions() Options {
 }
 
 func TestCrashCheckpointChild(t *testing.T) {
-	dir := os.Getenv(crashEnvDir)
-	if dir == "" {
-		t.Skip("only run as the checkpoint crash test's child")
+	if os.Getenv(crashEnvDir) != "" {
+		checkpointTick = 5 * time.Millisecond
 	}
-	round, _ := strconv.Atoi(os.Getenv(crashEnvRound))
-	checkpointTick = 5 * time.Millisecond
-	s, err := Open(dir, checkpointCrashOptions())
-	if err != nil {
-		testkit.Fail(err)
-	}
-	testkit.Ready()
-	testkit.Acknowledge(2, 0, func(n int) error {
-		res, err := s.Commit(context.Background(), mixedBatch(round, n))
-		if err == nil && res.Rejected() != 0 {
-			err = fmt.Errorf("rejected: %+v", res)
-		}
-		return err
-	})
+	commitChild(t, checkpointCrashOptions(), mixedBatch)
 }
 
 func TestCrashKill9Checkpoint(t *testing.T) {

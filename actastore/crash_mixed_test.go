@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/acta-remote/acta-remote/histfile"
-	"github.com/acta-remote/acta-remote/internal/testkit"
 	"github.com/acta-remote/acta-remote/rotation"
 )
 
@@ -79,23 +78,7 @@ func mixedBatch(round, n int) *Batch {
 }
 
 func TestCrashMixedChild(t *testing.T) {
-	dir := os.Getenv(crashEnvDir)
-	if dir == "" {
-		t.Skip("only run as the mixed crash test's child")
-	}
-	round, _ := strconv.Atoi(os.Getenv(crashEnvRound))
-	s, err := Open(dir, mixedOptions())
-	if err != nil {
-		testkit.Fail(err)
-	}
-	testkit.Ready()
-	testkit.Acknowledge(2, 0, func(n int) error {
-		res, err := s.Commit(context.Background(), mixedBatch(round, n))
-		if err == nil && res.Rejected() != 0 {
-			err = fmt.Errorf("rejected: %+v", res)
-		}
-		return err
-	})
+	commitChild(t, mixedOptions(), mixedBatch)
 }
 
 // mixedState is what a reopened store returns of every kind.

@@ -261,6 +261,30 @@ func runChild(t *testing.T, child, dir string, round int, d time.Duration) map[i
 	return acked
 }
 
+// commitChild is the body of a crash test's child process: it opens the
+// store at the parent's directory with opts, then commits batch(round, n)
+// for n = 0, 1, ..., acknowledging each to the parent once Commit returns
+// it all stored (testkit.Acknowledge), until the parent kills it.
+func commitChild(t *testing.T, opts Options, batch func(round, n int) *Batch) {
+	dir := os.Getenv(crashEnvDir)
+	if dir == "" {
+		t.Skip("only run as a crash test's child")
+	}
+	round, _ := strconv.Atoi(os.Getenv(crashEnvRound))
+	s, err := Open(dir, opts)
+	if err != nil {
+		testkit.Fail(err)
+	}
+	testkit.Ready()
+	testkit.Acknowledge(2, 0, func(n int) error {
+		res, err := s.Commit(context.Background(), batch(round, n))
+		if err == nil && res.Rejected() != 0 {
+			err = fmt.Errorf("rejected: %+v", res)
+		}
+		return err
+	})
+}
+
 // tearRandomSeriesFile leaves a random series file with half of a new
 // final frame, as a power cut during a block append would: it appends a
 // real block (of samples never sent) and cuts the file in its middle.

@@ -2,7 +2,6 @@ package actastore
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/acta-remote/acta-remote/acta"
 	"github.com/acta-remote/acta-remote/histfile"
-	"github.com/acta-remote/acta-remote/internal/testkit"
 	"github.com/acta-remote/acta-remote/rotation"
 )
 
@@ -86,25 +84,9 @@ func tierCrashBatch(round, n int) *Batch {
 }
 
 func TestCrashTierChild(t *testing.T) {
-	dir := os.Getenv(crashEnvDir)
-	if dir == "" {
-		t.Skip("only run as the tier crash test's child")
-	}
-	round, _ := strconv.Atoi(os.Getenv(crashEnvRound))
 	opts := tierCrashOptions()
 	opts.Logger = slog.New(slog.DiscardHandler)
-	s, err := Open(dir, opts)
-	if err != nil {
-		testkit.Fail(err)
-	}
-	testkit.Ready()
-	testkit.Acknowledge(2, 0, func(n int) error {
-		res, err := s.Commit(context.Background(), tierCrashBatch(round, n))
-		if err == nil && res.Rejected() != 0 {
-			err = fmt.Errorf("%+v", res)
-		}
-		return err
-	})
+	commitChild(t, opts, tierCrashBatch)
 }
 
 // checkTierFiles checks the file rules for both kinds (checkFiles does
