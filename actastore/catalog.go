@@ -60,36 +60,25 @@ func applyCatalogRecord(b *labels.ScratchBuilder, seg int, p []byte, add func(se
 	return fmt.Errorf("catalog segment %08d: unexpected record type %d", seg, p[0])
 }
 
-// add makes the series records durable in the catalog.
-func (c *catalog) add(series []seriesRec) error {
-	if len(series) == 0 {
+// add makes n series records durable in the catalog, rec(i) giving the
+// i-th: encoded and appended catalogAppendSeries at a time (the records of
+// 200,000 series at once, and the write buffer holding them again, were
+// about 50 MB: the peak RSS of the memory scenario, once checkpoints wrote
+// the catalog while it ingested), then synced once.
+func (c *catalog) add(n int, rec func(i int) seriesRec) error {
+	if n == 0 {
 		return nil
 	}
-	for lo := 0; lo < len(series); lo += catalogAppendSeries {
-		if err := c.append(series[lo:min(lo+catalogAppendSeries, len(series))]); err != nil {
-			return err
+	batch := make([]seriesRec, 0, min(n, catalogAppendSeries))
+	for lo := 0; lo < n; lo += catalogAppendSeries {
+		batch = batch[:0]
+		for i := lo; i < min(lo+catalogAppendSeries, n); i++ {
+			batch = append(batch, rec(i))
+		}
+		if _, err := c.log.Append(appendSeriesRecords(nil, batch)...); err != nil {
+			return fmt.Errorf("append %d series to catalog: %w", len(batch), err)
 		}
 	}
-	return c.sync()
-}
-
-// append appends series definitions without syncing them (sync does).
-// Callers pass a batch at a time: the records of 200,000 series at once,
-// and the write buffer holding them again, were about 50 MB (the peak RSS
-// of the memory scenario, once checkpoints wrote the catalog while it
-// ingested).
-func (c *catalog) append(series []seriesRec) error {
-	if len(series) == 0 {
-		return nil
-	}
-	if _, err := c.log.Append(appendSeriesRecords(nil, series)...); err != nil {
-		return fmt.Errorf("append %d series to catalog: %w", len(series), err)
-	}
-	return nil
-}
-
-// sync makes everything appended durable.
-func (c *catalog) sync() error {
 	if err := c.log.Sync(c.log.End()); err != nil {
 		return fmt.Errorf("sync catalog: %w", err)
 	}
@@ -139,7 +128,7 @@ func (c *catalog) compact(all []seriesRec, dels []deletedRec) error {
 	if err != nil || len(segs) <= catalogCompactSegments {
 		return err
 	}
-	if err := c.add(all); err != nil {
+	if err := c.add(len(all), func(i int) seriesRec { return all[i] }); err != nil {
 		return fmt.Errorf("compact catalog: %w", err)
 	}
 	if err := c.remove(dels); err != nil {

@@ -437,19 +437,10 @@ func (s *Store) writePendingCatalog() error {
 	if len(pending) == 0 {
 		return nil
 	}
-	// A batch of records at a time (catalog.add), from as many series.
-	recs := make([]seriesRec, 0, min(len(pending), catalogAppendSeries))
-	var err error
-	for lo := 0; lo < len(pending) && err == nil; lo += catalogAppendSeries {
-		recs = recs[:0]
-		for _, ms := range pending[lo:min(lo+catalogAppendSeries, len(pending))] {
-			recs = append(recs, seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset})
-		}
-		err = s.cat.append(recs)
-	}
-	if err == nil {
-		err = s.cat.sync()
-	}
+	err := s.cat.add(len(pending), func(i int) seriesRec {
+		ms := pending[i]
+		return seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset}
+	})
 	if err != nil {
 		r.mu.Lock()
 		r.pending = append(pending, r.pending...)
