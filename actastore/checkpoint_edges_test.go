@@ -181,8 +181,8 @@ func TestCheckpointDeletions(t *testing.T) {
 	}
 }
 
-// TestCheckpointRestoredHeadsTakeEverything: heads restored frozen take deletions,
-// out-of-order samples, flush failures' paths and a second checkpoint.
+// TestCheckpointRestoredHeadsTakeEverything: heads restored frozen take a
+// second checkpoint, deletions, out-of-order samples and a clean stop.
 func TestCheckpointRestoredHeadsTakeEverything(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, checkpointOptions())

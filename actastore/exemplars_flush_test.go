@@ -59,6 +59,13 @@ func TestExemplarsArrivingDuringFlushStayUnflushed(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := exemplarTraces(t, s)
+	var newest []string // the ring keeps the newest maxExemplarsKept: 20..51
+	for i := 52 - maxExemplarsKept; i < 52; i++ {
+		newest = append(newest, fmt.Sprint(i))
+	}
+	if fmt.Sprint(want) != fmt.Sprint(newest) {
+		t.Fatalf("exemplars before the crash:\n got %v\nwant %v", want, newest)
+	}
 	if err := s.checkpoint(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,16 +58,7 @@ func TestTailAcrossCheckpoint(t *testing.T) {
 	commit(0, 5)
 	waitCheckpoint()
 	ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "c_metric")}
-	ro, err := actastore.OpenReadOnlyFor(dir, ms...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	tl := &tailer{ro: ro, ms: ms, p: printer{w: &out, json: true, inline: true}, series: map[uint64]*followed{}}
-	tl.discover(math.MinInt64)
-	if err := tl.cycle(true); err != nil {
-		t.Fatal(err)
-	}
+	tl, out := followTail(t, dir, ms)
 	// Acknowledged, and tail has not read them yet: enough of them that
 	// the WAL after the first checkpoint outgrows checkpointGrowth times it.
 	commit(5, 60)

@@ -74,16 +74,7 @@ func TestTailCatchesUpAfterTruncation(t *testing.T) {
 	commit(-7, -6) // in the WAL only
 
 	ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", "c_.*")}
-	ro, err := actastore.OpenReadOnlyFor(dir, ms...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	tl := &tailer{ro: ro, ms: ms, p: printer{w: &out, json: true, inline: true}, series: map[uint64]*followed{}}
-	tl.discover(math.MinInt64)
-	if err := tl.cycle(true); err != nil {
-		t.Fatal(err)
-	}
+	tl, out := followTail(t, dir, ms)
 	check := func(what string) {
 		t.Helper()
 		gotF, gotH := parseJSONAll(t, out.String())
@@ -96,7 +87,7 @@ func TestTailCatchesUpAfterTruncation(t *testing.T) {
 	}
 
 	commit(-2, -1, 0, 1) // crosses the hour: a new file of each kind
-	tr := ro.Truncations()
+	tr := tl.ro.Truncations()
 	if err := st.FlushAll(); err != nil { // flush, cut, delete the segment
 		t.Fatal(err)
 	}
@@ -105,7 +96,7 @@ func TestTailCatchesUpAfterTruncation(t *testing.T) {
 	if err := tl.cycle(false); err != nil {
 		t.Fatal(err)
 	}
-	if ro.Truncations() == tr {
+	if tl.ro.Truncations() == tr {
 		t.Fatal("the WAL truncation went unseen")
 	}
 	check("after the truncation")
@@ -127,4 +118,21 @@ func TestTailCatchesUpAfterTruncation(t *testing.T) {
 		t.Errorf("printed %d new samples after the flush, want 12", tl.printed)
 	}
 	tl.close()
+}
+
+// followTail opens a read-only view of dir for ms and a tailer printing
+// JSON lines into out, and runs its first cycle, as `tail` starts.
+func followTail(t *testing.T, dir string, ms []*labels.Matcher) (tl *tailer, out *bytes.Buffer) {
+	t.Helper()
+	ro, err := actastore.OpenReadOnlyFor(dir, ms...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = &bytes.Buffer{}
+	tl = &tailer{ro: ro, ms: ms, p: printer{w: out, json: true, inline: true}, series: map[uint64]*followed{}}
+	tl.discover(math.MinInt64)
+	if err := tl.cycle(true); err != nil {
+		t.Fatal(err)
+	}
+	return tl, out
 }
