@@ -61,10 +61,13 @@ type SystemResult struct {
 	FlushSec     float64                 `json:"flush_s"`
 	StopSec      float64                 `json:"stop_s"`
 	RestartSec   float64                 `json:"restart_ready_s"`
-	Compacted    DiskResult              `json:"disk_compacted"`
-	DataDir      DiskResult              `json:"disk_data_dir"`
-	Reads        []ReadResult            `json:"reads"`
-	Verify       VerifyResult            `json:"verify"`
+	// IdleSec is how long after that restart's ready the process kept
+	// working in the background before the reads began (proc.waitIdle).
+	IdleSec   float64      `json:"restart_idle_s"`
+	Compacted DiskResult   `json:"disk_compacted"`
+	DataDir   DiskResult   `json:"disk_data_dir"`
+	Reads     []ReadResult `json:"reads"`
+	Verify    VerifyResult `json:"verify"`
 	// Crash is the restart after kill -9 with a full head (crash.go).
 	Crash *CrashResult `json:"restart_kill9,omitempty"`
 	// Memory is the memory scenario, one entry per size (memory.go).
@@ -435,6 +438,12 @@ func (r *SystemResult) runProto(o Options, sys *system, client *http.Client, d *
 		return err
 	}
 	r.RestartSec = ready.Seconds()
+	idle, err := p2.waitIdle(time.Minute)
+	if err != nil {
+		return err
+	}
+	r.IdleSec = idle.Seconds()
+	logf("%s: ready after %.2f s, idle %.1f s later", sys.name, r.RestartSec, r.IdleSec)
 	rd := sys.reader(client, base)
 	r.Reads = plan.run(d, rd)
 	r.Reads = append(r.Reads, runPromQL(client, base, pplan, o.ReadReps, sys.name == sysVM)...)

@@ -69,6 +69,37 @@ func (p *proc) waitReady(url string, timeout time.Duration) (time.Duration, erro
 	return 0, fmt.Errorf("%s not ready at %s after %s", p.name, url, timeout)
 }
 
+// idleCPU is the CPU a process may use over one second, in seconds, and
+// still count as idle (waitIdle): a twentieth of a core.
+const idleCPU = 0.05
+
+// waitIdle waits until p used under idleCPU of CPU over a whole second,
+// at most timeout, and returns how long it worked before that second
+// (0 when it was idle at once). Reads are timed on a
+// server that has finished what its start-up left running after ready
+// (acta-remote warms its reader cache, Prometheus may compact its head):
+// the restart is timed on its own. An error is a /proc read's or the
+// timeout's.
+func (p *proc) waitIdle(timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	prev, err := procCPU(p.cmd.Process.Pid)
+	if err != nil {
+		return 0, err
+	}
+	for busy := time.Duration(0); busy < timeout; busy = time.Since(start) {
+		time.Sleep(time.Second)
+		cur, err := procCPU(p.cmd.Process.Pid)
+		if err != nil {
+			return 0, err
+		}
+		if cur-prev < idleCPU {
+			return busy, nil
+		}
+		prev = cur
+	}
+	return 0, fmt.Errorf("%s still busy after %s", p.name, timeout)
+}
+
 // peakRSS is the process's high-water resident set (VmHWM), in bytes.
 func (p *proc) peakRSS() (int64, error) { return p.statusBytes("VmHWM") }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -107,6 +106,7 @@ func fmtCount(n int) string {
 // last answer's SHA-256.
 func runPromQL(client *http.Client, base string, qs []promqlQuery, reps int, noCache bool) []ReadResult {
 	var out []ReadResult
+	var ab answerBuf
 	for _, q := range qs {
 		r := ReadResult{Query: q.name, Reps: reps, WantSeries: q.series}
 		v := url.Values{"query": {q.expr}, "start": {msToSeconds(q.start)}, "end": {msToSeconds(q.end)},
@@ -122,7 +122,7 @@ func runPromQL(client *http.Client, base string, qs []promqlQuery, reps int, noC
 				r.Err = err.Error()
 				break
 			}
-			body, err := io.ReadAll(resp.Body)
+			body, err := ab.read(resp.Body)
 			resp.Body.Close()
 			took := time.Since(t0)
 			if err == nil && resp.StatusCode != http.StatusOK {

@@ -156,6 +156,7 @@ func metrics(runs [][]*SystemResult) []metric {
 		ms = append(ms, metric{metricInfo{fmt.Sprintf("read_%d_p50_ms", i), "Read " + n + ", p50 ms", false}, readMetric(i)})
 	}
 	ms = append(ms, metric{metricInfo{"restart_ready_s", "Restart to ready after stop, s", false}, func(r *SystemResult) (float64, bool) { return positive(r.RestartSec) }})
+	ms = append(ms, metric{metricInfo{"restart_idle_s", "... then busy in the background (the reads wait), s", false}, func(r *SystemResult) (float64, bool) { return r.IdleSec, r.RestartSec > 0 }})
 	if c := crashShape(runs); c != nil {
 		head := fmt.Sprintf("%s series × %s samples in the head", fmtCount(c.Series), fmtCount(int(c.Samples/int64(c.Series))))
 		crash := func(get func(*CrashResult) float64) func(*SystemResult) (float64, bool) {
