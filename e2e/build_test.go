@@ -98,13 +98,16 @@ func buildPrometheusTool(root, tool string) (string, error) {
 		defer os.RemoveAll(tmp)
 		fmt.Fprintf(os.Stderr, "e2e: building %s %s from the Go module proxy into %s (Prometheus: about 10 min on 2 cores, once)\n", tool, prometheusVersion, dir)
 		start := time.Now()
-		cmd := exec.Command("go", "install",
-			"-ldflags", "-X github.com/prometheus/common/version.Version="+prometheusVersion,
-			prometheusModule+"/cmd/"+tool+"@"+prometheusModVersion)
-		cmd.Dir = tmp // outside every module: pkg@version must not see ours
-		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("cannot build %s %s: %v\n%s", tool, prometheusModVersion, err, out)
+		install := func() *exec.Cmd {
+			cmd := exec.Command("go", "install",
+				"-ldflags", "-X github.com/prometheus/common/version.Version="+prometheusVersion,
+				prometheusModule+"/cmd/"+tool+"@"+prometheusModVersion)
+			cmd.Dir = tmp // outside every module: pkg@version must not see ours
+			cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOWORK=off")
+			return cmd
+		}
+		if stdout, stderr, err := runGoFetching(install); err != nil {
+			return "", fmt.Errorf("cannot build %s %s: %v\n%s%s", tool, prometheusModVersion, err, stdout, stderr)
 		}
 		fmt.Fprintf(os.Stderr, "e2e: built %s in %s\n", tool, time.Since(start).Round(time.Second))
 		if err := os.MkdirAll(dir, 0o755); err != nil {

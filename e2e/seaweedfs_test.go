@@ -65,21 +65,27 @@ func buildSeaweedFS(root string) (string, error) {
 		fmt.Fprintf(os.Stderr, "e2e: building SeaweedFS %s from the Go module proxy into %s (about 5 min on 2 cores, once)\n", seaweedVersion, dir)
 		start := time.Now()
 		env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-		dl := exec.Command("go", "mod", "download", "-json", seaweedModule+"@"+seaweedVersion)
-		dl.Dir, dl.Env = tmp, env // outside every module
-		out, err := dl.Output()
+		dl := func() *exec.Cmd {
+			cmd := exec.Command("go", "mod", "download", "-json", seaweedModule+"@"+seaweedVersion)
+			cmd.Dir, cmd.Env = tmp, env // outside every module
+			return cmd
+		}
+		out, stderr, err := runGoFetching(dl)
 		if err != nil {
-			return "", fmt.Errorf("cannot download SeaweedFS %s: %v\n%s", seaweedVersion, err, out)
+			return "", fmt.Errorf("cannot download SeaweedFS %s: %v\n%s%s", seaweedVersion, err, out, stderr)
 		}
 		var mod struct{ Dir string }
 		if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
 			return "", fmt.Errorf("go mod download of SeaweedFS: no module directory in %s", out)
 		}
-		build := exec.Command("go", "build", "-o", filepath.Join(tmp, "weed"), "./weed")
-		build.Dir = mod.Dir // its own go.mod and go.sum, verified; nothing is written there
-		build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
-		if out, err := build.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("cannot build SeaweedFS %s: %v\n%s", seaweedVersion, err, out)
+		build := func() *exec.Cmd {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(tmp, "weed"), "./weed")
+			cmd.Dir = mod.Dir // its own go.mod and go.sum, verified; nothing is written there
+			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+			return cmd
+		}
+		if stdout, stderr, err := runGoFetching(build); err != nil {
+			return "", fmt.Errorf("cannot build SeaweedFS %s: %v\n%s%s", seaweedVersion, err, stdout, stderr)
 		}
 		fmt.Fprintf(os.Stderr, "e2e: built SeaweedFS in %s\n", time.Since(start).Round(time.Second))
 		if err := os.Rename(tmp, dir); err != nil {
