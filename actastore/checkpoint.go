@@ -383,8 +383,9 @@ func checkpointTrack[S any](cb *checkpointBodies, k kind[S], ref uint64, tr *tra
 		cb.entry(bodyChunks, func(buf []byte) []byte {
 			buf = binary.LittleEndian.AppendUint64(buf, ref)
 			buf = binary.AppendVarint(buf, p.maxT)
-			buf = binary.AppendUvarint(buf, uint64(len(p.c.Bytes())))
-			return append(buf, p.c.Bytes()...)
+			data := p.bytes()
+			buf = binary.AppendUvarint(buf, uint64(len(data)))
+			return append(buf, data...)
 		})
 		cb.samples += n
 	}

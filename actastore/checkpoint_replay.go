@@ -184,7 +184,7 @@ func (rp *replayer) headChunk(seg int32, ref uint64, maxT int64, data []byte) er
 	idle := !ms.hasHeadLocked()
 	var n int
 	var b int64
-	if p := tr.head.p; p == nil || p.app == nil {
+	if p := tr.head.p; !p.hasChunk() {
 		// The head has no chunk (it may hold the samples the checkpoint
 		// keeps beside it). No copy: the chunk stays in the checkpoint's
 		// mapping, which rp.frozen owns, until its head is recompressed or
@@ -194,8 +194,7 @@ func (rp *replayer) headChunk(seg int32, ref uint64, maxT int64, data []byte) er
 			p = &headParts[Sample]{}
 			tr.head.p = p
 		}
-		p.c.Reset(data[:len(data):len(data)])
-		p.app, p.maxT = rp.frozen, maxT
+		p.freeze(data[:len(data):len(data)], maxT, rp.frozen)
 		tr.maxT = max(tr.maxT, maxT)
 		n, b = p.n(), p.chunkBytes()
 	} else {

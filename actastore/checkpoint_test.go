@@ -191,7 +191,7 @@ func TestCheckpointRestoresHeads(t *testing.T) {
 		t.Fatalf("series 1 holds %d samples, want %d", n, 60*2+57)
 	}
 	for _, ms := range s.reg.live() {
-		if p := ms.floats.head.p; p == nil || p.frozen() || p.n() < 100 {
+		if p := ms.floats.head.p; p == nil || p.isFrozen() || p.n() < 100 {
 			t.Fatalf("series %s: head not re-encoded in a chunk after new samples", ms.lset)
 		}
 	}
@@ -531,8 +531,8 @@ func FuzzHeadChunksRecord(f *testing.F) {
 	rec := []byte{recHeadChunks, 1}
 	rec = binary.LittleEndian.AppendUint64(rec, 7)
 	rec = binary.AppendVarint(rec, p.maxT)
-	rec = binary.AppendUvarint(rec, uint64(len(p.c.Bytes())))
-	rec = append(rec, p.c.Bytes()...)
+	rec = binary.AppendUvarint(rec, uint64(len(p.bytes())))
+	rec = append(rec, p.bytes()...)
 	f.Add(rec)
 	f.Add([]byte{recHeadChunks, 1, 1, 0, 0, 0, 0, 0, 0, 0, 2, 3, 0xff, 0xff, 0})
 	seed, want := rec, hb.all(floats, nil)

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/acta-remote/acta-remote/actastore/wal"
+	"github.com/acta-remote/acta-remote/xorchunk"
 )
 
 // headBuf is a track's head: its accepted, unflushed samples, one per
@@ -26,11 +27,17 @@ type headBuf[S any] struct {
 // headParts is a non-empty head. XOR chunks store the float64 bits as
 // they are, so NaN payloads and stale markers survive bit for bit.
 type headParts[S any] struct {
-	// c holds in-order samples compressed, and app appends to it; app is
-	// nil while c holds none (always, for a kind without a chunk).
-	c    chunkenc.XORChunk
-	app  chunkenc.Appender
-	maxT int64 // newest timestamp in c
+	// chunk holds in-order samples compressed, as chunkenc would (the
+	// bytes are chunkenc's, FuzzEncoder), none for a kind without a chunk.
+	// Not chunkenc's appender: it reads and writes the chunk's header and
+	// last byte on every sample, a cache miss per sample of each series
+	// at ingest (7 % of the ingest CPU); xorchunk keeps them in the
+	// encoder until the chunk is read (bytes).
+	chunk xorchunk.Encoder
+	// frozen is set while chunk is a WAL checkpoint's (frozenChunks):
+	// read only, until the next sample recompresses the head.
+	frozen *frozenChunks
+	maxT   int64 // newest timestamp in chunk
 	// ss holds the samples not in c, sorted by timestamp: those older than
 	// c's newest, those beyond its capacity, and a small head's first
 	// samples (xorHeadMinChunk).
@@ -39,14 +46,14 @@ type headParts[S any] struct {
 
 const (
 	// xorHeadFixed is what a compressed head costs beside its stream and
-	// side samples: its headParts (80-byte size class) and the chunk's
-	// appender (48).
-	xorHeadFixed = 80 + 48
+	// side samples: its headParts (128-byte size class; the encoder is
+	// inside it).
+	xorHeadFixed = 128
 	// xorHeadInitCap is the first stream allocation: the 2-byte header and
 	// a first sample (varint timestamp, 8 value bytes) fit; append grows it.
 	xorHeadInitCap = 24
 	// xorHeadMaxSamples: the chunk header counts samples in a uint16.
-	xorHeadMaxSamples = math.MaxUint16
+	xorHeadMaxSamples = xorchunk.MaxSamples
 	// xorHeadMinChunk: a head's first samples stay in its side slice; a
 	// sample arriving when it holds this many starts the chunk. Up to here
 	// the slice (16 bytes a sample, 128 at capacity 8) costs less than a
@@ -58,51 +65,63 @@ const (
 	xorHeadMaxSide = 64
 )
 
-// frozenChunks is the appender of the heads restored from a WAL
-// checkpoint's chunks (checkpoint.go), one value shared by all of them,
-// which also owns the checkpoint's mapped bytes the chunks alias (they are
-// unmapped once no head holds it). Such a chunk is readable, but chunkenc
-// cannot append to a chunk read from bytes (the bit position in its last
-// byte is not in them), so the first sample added after the restart
-// encodes the head afresh (recompress), once, as the replay of single
-// samples leaves their encoding to that sample too (headBuf.addNew,
-// lazy). Its (nil) Appender methods are never called.
+// frozenChunks owns the mapped bytes of a WAL checkpoint (checkpoint.go)
+// that the heads restored from its chunks alias, one value shared by all
+// of them (headParts.frozen); the mapping is unmapped once no head holds
+// it. Such a chunk is readable, but cannot be appended to (the bit
+// position in its last byte is not in its bytes), so the first sample
+// added after the restart encodes the head afresh (recompress), once, as
+// the replay of single samples leaves their encoding to that sample too
+// (headBuf.addNew, lazy).
 type frozenChunks struct {
-	chunkenc.Appender
 	m *wal.Mapping
 }
 
-// frozen reports whether p's chunk was restored from a checkpoint and not
-// appended to since.
-func (p *headParts[S]) frozen() bool {
-	_, ok := p.app.(*frozenChunks)
-	return ok
-}
+// isFrozen reports whether p's chunk was restored from a checkpoint and
+// not appended to since.
+func (p *headParts[S]) isFrozen() bool { return p.frozen != nil }
 
-// startChunk gives p an empty chunk and its appender.
+// startChunk gives p an empty chunk.
 func (p *headParts[S]) startChunk() {
-	p.c.Reset(make([]byte, 2, xorHeadInitCap))
-	app, err := p.c.Appender()
-	if err != nil {
-		panic("BUG: appender of an empty XOR chunk: " + err.Error())
-	}
-	p.app, p.maxT = app, noTime
+	p.chunk.Start(make([]byte, 0, xorHeadInitCap))
+	p.frozen, p.maxT = nil, noTime
 }
 
-// n is the number of samples in the chunk.
+// freeze makes data, a whole chunk of a checkpoint that owner maps, p's
+// chunk, with newest timestamp maxT.
+func (p *headParts[S]) freeze(data []byte, maxT int64, owner *frozenChunks) {
+	p.chunk.Freeze(data)
+	p.frozen, p.maxT = owner, maxT
+}
+
+// n is the number of samples in the chunk (0: p has no chunk).
 func (p *headParts[S]) n() int {
-	if p == nil || p.app == nil {
+	if p == nil {
 		return 0
 	}
-	return p.c.NumSamples()
+	return p.chunk.NumSamples()
+}
+
+// hasChunk reports whether p holds a chunk (one holds a sample at least).
+func (p *headParts[S]) hasChunk() bool { return p.n() > 0 }
+
+// bytes returns the chunk's bytes (xorchunk.Encoder.Chunk: whole, valid
+// until the next sample). Only readers call it: it writes the header.
+func (p *headParts[S]) bytes() []byte { return p.chunk.Chunk() }
+
+// iterator reads the chunk (p.hasChunk).
+func (p *headParts[S]) iterator() chunkenc.Iterator {
+	var c chunkenc.XORChunk
+	c.Reset(p.bytes())
+	return c.Iterator(nil)
 }
 
 // chunkBytes is what the chunk costs (with the parts it needs).
 func (p *headParts[S]) chunkBytes() int64 {
-	if p == nil || p.app == nil {
+	if !p.hasChunk() {
 		return 0
 	}
-	return xorHeadFixed + int64(cap(p.c.Bytes()))
+	return xorHeadFixed + int64(p.chunk.Cap())
 }
 
 // decodeHeadXOR appends the chunk's samples in [mint, maxt] to dst.
@@ -110,7 +129,7 @@ func decodeHeadXOR[S any](k kind[S], dst []S, p *headParts[S], mint, maxt int64)
 	if p.n() == 0 || p.maxT < mint {
 		return dst
 	}
-	dst, _ = appendXOR(k, dst, p.c.Iterator(nil), mint, maxt) // a chunk being appended to cannot be corrupt
+	dst, _ = appendXOR(k, dst, p.iterator(), mint, maxt) // a chunk being appended to cannot be corrupt
 	return dst
 }
 
@@ -151,7 +170,7 @@ func (h *headBuf[S]) bounds(k kind[S]) (mint, maxt int64, ok bool) {
 		mint, maxt = k.ts(ss[0]), k.ts(ss[len(ss)-1])
 	}
 	if p := h.p; p.n() > 0 {
-		it := p.c.Iterator(nil)
+		it := p.iterator()
 		it.Next()
 		mint, maxt = min(mint, it.AtT()), max(maxt, p.maxT)
 	}
@@ -181,7 +200,7 @@ func (h *headBuf[S]) find(k kind[S], t int64) (S, bool) {
 		return p.ss[i], true
 	}
 	if p.n() > 0 && t <= p.maxT {
-		it := p.c.Iterator(nil)
+		it := p.iterator()
 		if it.Seek(t) == chunkenc.ValFloat {
 			if st, v := it.At(); st == t {
 				return k.fromXOR(st, v), true
@@ -237,23 +256,23 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 	}
 	var b int64
 	switch {
-	case lazy && h.p.frozen():
+	case lazy && h.p.isFrozen():
 		// A checkpoint's chunk stays as restored while the WAL after it
 		// replays: its samples go beside it.
 		return b + h.p.addSide(k, smp)
 	case !k.xorHead() || lazy:
-	case h.p.app == nil && len(h.p.ss) >= xorHeadMinChunk, h.p.frozen():
+	case !h.p.hasChunk() && len(h.p.ss) >= xorHeadMinChunk, h.p.isFrozen():
 		b = h.recompress(k) // a frozen chunk thaws with its side samples
 	}
 	p, t := h.p, k.ts(smp)
-	if k.xorHead() && p.app != nil && t > p.maxT && p.n() < xorHeadMaxSamples &&
+	if k.xorHead() && p.hasChunk() && t > p.maxT && p.n() < xorHeadMaxSamples &&
 		(len(p.ss) == 0 || t > k.ts(p.ss[len(p.ss)-1])) {
 		before := p.chunkBytes()
 		p.appendXOR(k, smp)
 		return b + p.chunkBytes() - before
 	}
 	b += p.addSide(k, smp)
-	if k.xorHead() && p.app != nil && p.n() < xorHeadMaxSamples && len(p.ss) >= xorHeadMaxSide {
+	if k.xorHead() && p.hasChunk() && p.n() < xorHeadMaxSamples && len(p.ss) >= xorHeadMaxSide {
 		b += h.recompress(k)
 	}
 	return b
@@ -278,7 +297,7 @@ func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
 		h.p = &headParts[S]{}
 	}
 	var b int64
-	if p := h.p; (p.app == nil || (lazy && p.frozen())) && (lazy || !k.xorHead() || len(p.ss)+len(ss) <= xorHeadMinChunk) {
+	if p := h.p; (!p.hasChunk() || (lazy && p.isFrozen())) && (lazy || !k.xorHead() || len(p.ss)+len(ss) <= xorHeadMinChunk) {
 		p.ss = append(p.ss, ss...)
 		for _, s := range ss {
 			b += k.size(s)
@@ -293,7 +312,7 @@ func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
 
 func (p *headParts[S]) appendXOR(k kind[S], smp S) {
 	t, v := k.xorPair(smp)
-	p.app.Append(0, t, v)
+	p.chunk.Append(t, v)
 	p.maxT = t
 }
 
@@ -302,7 +321,7 @@ func (p *headParts[S]) appendXOR(k kind[S], smp S) {
 func (h *headBuf[S]) recompress(k kind[S]) int64 {
 	before := h.bytes(k)
 	var all []S
-	if h.p.app == nil {
+	if !h.p.hasChunk() {
 		all = h.p.ss // sorted, and build keeps no part of it
 	} else {
 		all = h.all(k, nil)
@@ -343,7 +362,7 @@ func (h *headBuf[S]) take(k kind[S]) []S {
 	switch {
 	case p == nil:
 		return nil
-	case p.app == nil:
+	case !p.hasChunk():
 		return p.ss // already sorted; no copy
 	}
 	return (&headBuf[S]{p}).all(k, make([]S, 0, len(p.ss)+p.n()))
@@ -357,7 +376,7 @@ func (h *headBuf[S]) deleteFunc(k kind[S], del func(S) bool) (int, int64) {
 		return 0, 0
 	}
 	before := h.bytes(k)
-	if h.p.app == nil {
+	if !h.p.hasChunk() {
 		h.p.ss = slices.DeleteFunc(h.p.ss, del)
 		if len(h.p.ss) == 0 {
 			h.p = nil

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -392,4 +393,12 @@ func TestHeadBufSmallHeadThenChunk(t *testing.T) {
 		t.Fatalf("after the chunk started: %d compressed, %d side", h.p.n(), len(h.side()))
 	}
 	checkHeadModel(t, "chunked", &h, ref, accounted)
+}
+
+// xorHeadFixed counts a compressed head's headParts (with the encoder in
+// it) as one 128-byte allocation: it must fit.
+func TestHeadPartsSize(t *testing.T) {
+	if got := unsafe.Sizeof(headParts[Sample]{}); got > xorHeadFixed {
+		t.Fatalf("headParts is %d bytes, more than the %d xorHeadFixed counts", got, xorHeadFixed)
+	}
 }

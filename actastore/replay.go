@@ -287,7 +287,7 @@ func segmentBytes(dir string) int64 {
 // samples beside it, so its side grows the same way; seen and total then
 // count the WAL after the checkpoint only.
 func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int64) {
-	if p := tr.head.p; p.n() > 0 && !p.frozen() {
+	if p := tr.head.p; p.n() > 0 && !p.isFrozen() {
 		return // a compressed head grows its chunk by append's doubling
 	}
 	need := len(tr.head.side()) + incoming

@@ -41,6 +41,50 @@ func (e *Encoder) Start(dst []byte) {
 // NumSamples is the number of samples appended to the current chunk.
 func (e *Encoder) NumSamples() int { return e.n }
 
+// Chunk returns the current chunk as Finish would, without finishing it:
+// Append may go on, and a later Chunk or Finish returns the longer chunk.
+// It writes the sample count into the header and the pending bits into
+// the buffer's spare capacity, where the next Append's bits overwrite
+// them with the same values; when they do not fit there it returns a
+// copy instead, so a read never grows the encoder's buffer (Cap stays
+// what the appends made it). The bytes stay valid until the next Append
+// or Start. It writes nothing when the bytes are already whole, so a
+// frozen chunk in read-only memory (Freeze) is never written.
+//
+// Meant for a head appended to and read in turns: Append touches neither
+// the header nor the last byte (the accumulator holds them), so its
+// memory traffic is one 8-byte store per 64 bits.
+func (e *Encoder) Chunk() []byte {
+	if binary.BigEndian.Uint16(e.buf[e.start:]) != uint16(e.n) {
+		binary.BigEndian.PutUint16(e.buf[e.start:], uint16(e.n))
+	}
+	if e.nacc == 0 {
+		return e.buf[e.start:]
+	}
+	var pending [8]byte
+	binary.BigEndian.PutUint64(pending[:], e.acc)
+	nb := int(e.nacc+7) / 8
+	if len(e.buf)+nb <= cap(e.buf) {
+		return append(e.buf, pending[:nb]...)[e.start:]
+	}
+	c := make([]byte, 0, len(e.buf)-e.start+nb)
+	c = append(c, e.buf[e.start:]...)
+	return append(c, pending[:nb]...)
+}
+
+// Freeze makes chunk, a whole XOR chunk (as Finish or Chunk return it, at
+// least the 2 header bytes), the current chunk, to be read only: Chunk
+// returns it and NumSamples counts from its header. Append must not be
+// called before the next Start: where the last sample's bits end within the
+// last byte is not in the bytes. chunk may be read-only memory.
+func (e *Encoder) Freeze(chunk []byte) {
+	*e = Encoder{buf: chunk, n: int(binary.BigEndian.Uint16(chunk)), leading: 0xff}
+}
+
+// Cap is the capacity of the buffer the chunk is in, in bytes: what it
+// holds allocated (the buffer given to Start, as it grew).
+func (e *Encoder) Cap() int { return cap(e.buf) }
+
 // Finish completes the chunk and returns the buffer given to Start with
 // the chunk appended: the chunk is the returned buffer from the length dst
 // had at Start. The Encoder must be started again before the next Append.

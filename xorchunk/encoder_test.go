@@ -60,6 +60,40 @@ func encode(ts []int64, vs []float64, perChunk int) [][]byte {
 	return out
 }
 
+// checkOpen appends the samples (at most MaxSamples) to one chunk with
+// both encoders and, after every sample, compares Encoder.Chunk with
+// chunkenc's bytes (and that Chunk did not grow the buffer); then freezes
+// a copy and compares again.
+func checkOpen(t *testing.T, ts []int64, vs []float64) {
+	t.Helper()
+	ts, vs = ts[:min(len(ts), MaxSamples)], vs[:min(len(vs), MaxSamples)]
+	c := chunkenc.NewXORChunk()
+	app, _ := c.Appender()
+	var e Encoder
+	e.Start(make([]byte, 0, 3)) // small: Chunk has to grow it
+	var got []byte
+	for i := range ts {
+		app.Append(0, ts[i], vs[i])
+		e.Append(ts[i], vs[i])
+		capBefore := e.Cap()
+		if got = e.Chunk(); !bytes.Equal(got, c.Bytes()) || e.NumSamples() != i+1 || e.Cap() != capBefore {
+			t.Fatalf("open chunk after %d samples (NumSamples %d, Cap %d before Chunk, %d after):\n got  %x\n want %x",
+				i+1, e.NumSamples(), capBefore, e.Cap(), got, c.Bytes())
+		}
+	}
+	if len(ts) == 0 {
+		got = e.Chunk()
+	}
+	if fin := e.Finish(); !bytes.Equal(fin, c.Bytes()) {
+		t.Fatalf("finished after Chunk:\n got  %x\n want %x", fin, c.Bytes())
+	}
+	var f Encoder
+	f.Freeze(bytes.Clone(got))
+	if !bytes.Equal(f.Chunk(), c.Bytes()) || f.NumSamples() != len(ts) {
+		t.Fatalf("frozen: %x (%d samples), want %x (%d)", f.Chunk(), f.NumSamples(), c.Bytes(), len(ts))
+	}
+}
+
 func check(t *testing.T, ts []int64, vs []float64, perChunk int) {
 	t.Helper()
 	want, got := reference(ts, vs, perChunk), encode(ts, vs, perChunk)
@@ -115,6 +149,7 @@ func TestEncoderMatchesChunkenc(t *testing.T) {
 			for _, per := range []int{120, 1, 2, 3, 7} {
 				check(t, ts, vs, per)
 			}
+			checkOpen(t, ts, vs)
 		})
 	}
 	f("empty", nil, nil)
@@ -163,7 +198,8 @@ func TestEncoderMatchesChunkenc(t *testing.T) {
 
 // FuzzEncoder: for any timestamps and value bits, Encoder writes exactly
 // chunkenc's bytes, with chunks cut at 120 samples (as Prometheus cuts
-// them) and at a fuzzed size. Each 17-byte record is one sample: a mode
+// them) and at a fuzzed size, and an open chunk (Chunk) is chunkenc's
+// after every sample. Each 17-byte record is one sample: a mode
 // byte (a small step, a jittered one, or raw timestamp bits; a value from
 // the specials, a small change or raw bits), 8 bytes of timestamp material
 // and 8 of value material.
@@ -208,5 +244,6 @@ func FuzzEncoder(f *testing.F) {
 		}
 		check(t, ts, vs, 120)
 		check(t, ts, vs, int(per)+1)
+		checkOpen(t, ts, vs)
 	})
 }
