@@ -38,8 +38,8 @@ type headParts[S any] struct {
 	// read only, until the next sample recompresses the head.
 	frozen *frozenChunks
 	maxT   int64 // newest timestamp in chunk
-	// ss holds the samples not in c, sorted by timestamp: those older than
-	// c's newest, those beyond its capacity, and a small head's first
+	// ss holds the samples not in chunk, sorted by timestamp: those older
+	// than chunk's newest, those beyond its capacity, and a small head's first
 	// samples (xorHeadMinChunk).
 	ss []S
 }

@@ -22,12 +22,15 @@ func TestTransientProxyError(t *testing.T) {
 		{ciProxy503, true},
 		{`go: example.com/m@v1.0.0: Get "https://proxy.golang.org/example.com/m/@v/v1.0.0.info": dial tcp 142.250.1.1:443: i/o timeout`, true},
 		{`go: example.com/m@v1.0.0: Get "https://proxy.golang.org/example.com/m/@v/list": net/http: TLS handshake timeout`, true},
+		{`go: downloading example.com/m v1.0.0: reading https://proxy.golang.org/example.com/m/@v/v1.0.0.zip: unexpected EOF`, true},
 		{`{"Path": "example.com/m", "Version": "v1.0.0", "Error": "example.com/m@v1.0.0: reading https://proxy.golang.org/example.com/m/@v/v1.0.0.zip: 502 Bad Gateway"}`, true},
 		// The version does not exist, or the code does not build: retrying cannot help.
 		{`go: example.com/m@v9.9.9: reading https://proxy.golang.org/example.com/m/@v/v9.9.9.info: 404 Not Found
 	server response: not found: example.com/m@v9.9.9: invalid version: unknown revision v9.9.9`, false},
 		{`# github.com/prometheus/prometheus/cmd/promtool
 cmd/promtool/main.go:12:2: undefined: foo`, false},
+		{`# github.com/prometheus/prometheus/cmd/promtool
+cmd/promtool/main.go:40:1: syntax error: unexpected EOF, expected }`, false},
 		{`go: github.com/seaweedfs/seaweedfs@v0.0.0-1: verifying module: checksum mismatch`, false},
 	} {
 		if got := transientProxyError.MatchString(c.out); got != c.transient {

@@ -16,13 +16,14 @@ var proxyRetryDelays = []time.Duration{5 * time.Second, 15 * time.Second, 30 * t
 
 // transientProxyError matches what cmd/go prints when the module proxy (or
 // the network before it) failed rather than the module: 5xx and 429 answers,
-// timeouts and dropped connections. A CI run once failed on
+// timeouts and dropped connections (an "unexpected EOF" only after a URL:
+// the compiler's "syntax error: unexpected EOF" is not the proxy's). A CI run once failed on
 // "reading https://proxy.golang.org/...: 503 Service Unavailable ...
 // connection timeout" while building promtool.
 var transientProxyError = regexp.MustCompile(`(?i)` +
 	`\b(429 Too Many Requests|500 Internal Server Error|502 Bad Gateway|503 Service Unavailable|504 Gateway Time-?out)\b` +
 	`|connection (timeout|timed out|reset|refused)|i/o timeout|TLS handshake timeout` +
-	`|unexpected EOF|upstream connect error|temporary failure in name resolution`)
+	`|https?://\S*: unexpected EOF|upstream connect error|temporary failure in name resolution`)
 
 // runGoFetching runs the go command newCmd builds (a fresh *exec.Cmd per
 // attempt: one cannot be run twice) and returns what it printed on stdout

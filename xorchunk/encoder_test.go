@@ -70,7 +70,7 @@ func checkOpen(t *testing.T, ts []int64, vs []float64) {
 	c := chunkenc.NewXORChunk()
 	app, _ := c.Appender()
 	var e Encoder
-	e.Start(make([]byte, 0, 3)) // small: Chunk has to grow it
+	e.Start(make([]byte, 0, 3)) // small: Chunk often has to copy
 	var got []byte
 	for i := range ts {
 		app.Append(0, ts[i], vs[i])
