@@ -126,17 +126,34 @@ func (s *Store) flushDue() {
 // history at wire speed (a backfill, a Prometheus catching up) never
 // reaches BlockRows or MaxHeadAge per series and would otherwise hold
 // everything it sent in memory until the age ran out.
+//
+// headFlushSeriesBytes raises that threshold to this much per series with
+// a non-empty head: many series each holding what MaxHeadAge leaves of a
+// live scrape (about 250 bytes for 20 samples at 15 s) are not a replay,
+// and flushing them writes blocks of a few samples each. At 1,000,000
+// live series the flat 64 MiB had the flusher writing ten-sample blocks
+// for minutes on end (26 bytes a sample on disk), beside the ingest.
+// When it fires, the average head is at least this big, so the largest
+// ones flushed are too. The raised threshold stops at half of
+// MaxHeadBytes, so the head is flushed well before writes are refused.
 const (
 	headFlushShare        = 16
 	defaultHeadFlushBytes = 64 << 20
+	headFlushSeriesBytes  = 512
 )
 
-// headFlushBytes is the head size above which flushLargest flushes.
+// headFlushBytes is the head size above which flushLargest flushes
+// (bytes, as hd.bytes counts them).
 func (s *Store) headFlushBytes() int64 {
+	limit := int64(defaultHeadFlushBytes)
 	if s.opts.MaxHeadBytes > 0 {
-		return s.opts.MaxHeadBytes / headFlushShare
+		limit = s.opts.MaxHeadBytes / headFlushShare
 	}
-	return defaultHeadFlushBytes
+	limit = max(limit, s.hd.series.Load()*headFlushSeriesBytes)
+	if s.opts.MaxHeadBytes > 0 {
+		limit = min(limit, s.opts.MaxHeadBytes/2)
+	}
+	return limit
 }
 
 // flushLargest flushes the series with the largest heads while the head
@@ -172,7 +189,6 @@ func (s *Store) flushLargest() {
 		}
 		return cmpInt64(b.items, a.items)
 	})
-	n := 0
 	for _, c := range cs {
 		if s.hd.bytes.Load() <= limit/2 {
 			break
@@ -185,9 +201,9 @@ func (s *Store) flushLargest() {
 		if err := s.flushSeries(c.ms); err != nil {
 			s.log.Error("flush series", "err", err)
 		}
-		n++
+		// Counted as it goes: a run over many series takes a while.
+		s.m.sizeFlushes.Inc()
 	}
-	s.m.sizeFlushes.Add(float64(n))
 }
 
 // trackHeadBytes is what a track's head costs (mu held).

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // A replay of history fills heads that reach neither BlockRows nor the
@@ -75,4 +77,74 @@ func TestFlushLargestInBackground(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Many series each holding what a live scrape leaves before MaxHeadAge are
+// not a replay: past a sixteenth of MaxHeadBytes, but under
+// headFlushSeriesBytes a series, nothing is flushed (at 1,000,000 series
+// the flat threshold had the flusher writing blocks of ten samples). Past
+// half of MaxHeadBytes the largest heads go anyway, before writes are
+// refused.
+func TestFlushLargestSpareManySmallHeads(t *testing.T) {
+	const series, rows = 400, 20
+	smps := make([]Sample, rows)
+	for j := range smps {
+		smps[j] = Sample{T: int64(1000 + 15000*j), V: float64(j % 3)}
+	}
+	fill := func(t *testing.T, maxBytes int64) *Store {
+		s := openT(t, t.TempDir(), Options{MaxHeadBytes: maxBytes, MaxHeadAge: time.Hour, Logger: quiet})
+		for i := range series {
+			mustAppend(t, s, []SeriesSamples{{Labels: seriesLabels(i), Samples: smps}})
+		}
+		return s
+	}
+
+	t.Run("spared", func(t *testing.T) {
+		s := fill(t, 1<<20)
+		defer s.Close()
+		before := s.hd.bytes.Load()
+		if flat := int64(1<<20) / headFlushShare; before <= flat || before >= series*headFlushSeriesBytes {
+			t.Fatalf("head %d bytes: want above the flat threshold %d and under %d", before, flat, series*headFlushSeriesBytes)
+		}
+		if got, want := s.headFlushBytes(), int64(series*headFlushSeriesBytes); got != want {
+			t.Fatalf("threshold %d bytes, want %d (%d series × %d)", got, want, series, headFlushSeriesBytes)
+		}
+		s.flushLargest()
+		if after := s.hd.bytes.Load(); after != before {
+			t.Errorf("head %d bytes after flushLargest, want %d untouched", after, before)
+		}
+		if got := testutil.ToFloat64(s.m.sizeFlushes); got != 0 {
+			t.Errorf("%v size flushes, want 0", got)
+		}
+		if got := s.hd.series.Load(); got != series {
+			t.Errorf("%d series with a head, want %d", got, series)
+		}
+	})
+
+	t.Run("past half of MaxHeadBytes", func(t *testing.T) {
+		const maxBytes = 128 << 10
+		s := fill(t, maxBytes)
+		defer s.Close()
+		before := s.hd.bytes.Load()
+		if before <= maxBytes/2 {
+			t.Fatalf("head %d bytes, want above %d", before, maxBytes/2)
+		}
+		if got := s.headFlushBytes(); got != maxBytes/2 {
+			t.Fatalf("threshold %d bytes, want half of MaxHeadBytes, %d", got, maxBytes/2)
+		}
+		s.flushLargest()
+		after := s.hd.bytes.Load()
+		if after > maxBytes/4 || after == 0 {
+			t.Errorf("head %d bytes after flushLargest, want in (0, %d]", after, maxBytes/4)
+		}
+		flushed := series - s.hd.series.Load()
+		if got := testutil.ToFloat64(s.m.sizeFlushes); got != float64(flushed) {
+			t.Errorf("%v size flushes counted, %d series flushed", got, flushed)
+		}
+		w := want{}
+		for i := range series {
+			w.add(seriesLabels(i), smps...)
+		}
+		checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	})
 }

@@ -93,8 +93,8 @@ func actaLiveSystem(bin, workDir string, interval time.Duration, gomaxprocs int)
 // finds every sample in the WAL alone, as Prometheus does with its head.
 // A head is flushed at block_rows samples, max_head_age after its oldest
 // arrived (wall clock), or when the whole head holds more than a
-// sixteenth of max_head_bytes (flushLargest); max_head_samples would
-// refuse writes.
+// sixteenth of max_head_bytes or 512 bytes a series (flushLargest);
+// max_head_samples would refuse writes.
 func actaCrashSystem(bin, workDir string, samples, gomaxprocs int) (*system, error) {
 	rows := min(max(4096, 2*samples), 1<<20)
 	configFile := filepath.Join(workDir, "acta-remote-kill9.yaml")
