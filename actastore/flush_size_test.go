@@ -86,7 +86,7 @@ func TestFlushLargestInBackground(t *testing.T) {
 // half of MaxHeadBytes the largest heads go anyway, before writes are
 // refused.
 func TestFlushLargestSpareManySmallHeads(t *testing.T) {
-	const series, rows = 400, 20
+	const series, rows = 800, 20
 	smps := make([]Sample, rows)
 	for j := range smps {
 		smps[j] = Sample{T: int64(1000 + 15000*j), V: float64(j % 3)}

@@ -46,9 +46,9 @@ type headParts[S any] struct {
 
 const (
 	// xorHeadFixed is what a compressed head costs beside its stream and
-	// side samples: its headParts (128-byte size class; the encoder is
-	// inside it).
-	xorHeadFixed = 128
+	// side samples: its headParts (112-byte size class; the encoder is
+	// inside it, 72 bytes).
+	xorHeadFixed = 112
 	// xorHeadInitCap is the first stream allocation: the 2-byte header and
 	// a first sample (varint timestamp, 8 value bytes) fit; append grows it.
 	xorHeadInitCap = 24
@@ -57,7 +57,7 @@ const (
 	// xorHeadMinChunk: a head's first samples stay in its side slice; a
 	// sample arriving when it holds this many starts the chunk. Up to here
 	// the slice (16 bytes a sample, 128 at capacity 8) costs less than a
-	// chunk's fixed 128 bytes and its stream; the next would double it.
+	// chunk's fixed 112 bytes and its stream; the next would double it.
 	xorHeadMinChunk = 8
 	// xorHeadMaxSide: once the side slice of a kind with a chunk holds this
 	// many samples they are merged into a new chunk, so a head receiving
