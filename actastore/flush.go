@@ -129,13 +129,17 @@ func (s *Store) flushDue() {
 //
 // headFlushSeriesBytes raises that threshold to this much per series with
 // a non-empty head: many series each holding what MaxHeadAge leaves of a
-// live scrape (about 250 bytes for 20 samples at 15 s) are not a replay,
+// live scrape (about 230 bytes for 20 samples at 15 s) are not a replay,
 // and flushing them writes blocks of a few samples each. At 1,000,000
 // live series the flat 64 MiB had the flusher writing ten-sample blocks
 // for minutes on end (26 bytes a sample on disk), beside the ingest.
-// When it fires, the average head is at least this big, so the largest
-// ones flushed are too. The raised threshold stops at half of
-// MaxHeadBytes, so the head is flushed well before writes are refused.
+// Below the caps the average head is at least this big when it fires, so
+// the largest ones flushed are too.
+//
+// The caps keep the head flushed well before Commit refuses writes: the
+// threshold stops at half of MaxHeadBytes, and a head holding more than
+// half of MaxHeadSamples is flushed too, down to a quarter (a million
+// series of 20 samples reach the default 20,000,000).
 const (
 	headFlushShare        = 16
 	defaultHeadFlushBytes = 64 << 20
@@ -156,11 +160,18 @@ func (s *Store) headFlushBytes() int64 {
 	return limit
 }
 
+// headOverSamples reports whether the head holds more than
+// MaxHeadSamples/div items (never without a bound).
+func (s *Store) headOverSamples(div int64) bool {
+	return s.opts.MaxHeadSamples > 0 && s.hd.samples.Load() > s.opts.MaxHeadSamples/div
+}
+
 // flushLargest flushes the series with the largest heads while the head
-// holds more than headFlushBytes, down to half of it.
+// holds more than headFlushBytes, down to half of it, or more than half of
+// MaxHeadSamples items, down to a quarter.
 func (s *Store) flushLargest() {
 	limit := s.headFlushBytes()
-	if s.hd.bytes.Load() <= limit {
+	if s.hd.bytes.Load() <= limit && !s.headOverSamples(2) {
 		return
 	}
 	type cand struct {
@@ -190,7 +201,7 @@ func (s *Store) flushLargest() {
 		return cmpInt64(b.items, a.items)
 	})
 	for _, c := range cs {
-		if s.hd.bytes.Load() <= limit/2 {
+		if s.hd.bytes.Load() <= limit/2 && !s.headOverSamples(4) {
 			break
 		}
 		select {

@@ -83,24 +83,58 @@ func TestFlushLargestInBackground(t *testing.T) {
 // not a replay: past a sixteenth of MaxHeadBytes, but under
 // headFlushSeriesBytes a series, nothing is flushed (at 1,000,000 series
 // the flat threshold had the flusher writing blocks of ten samples). Past
-// half of MaxHeadBytes the largest heads go anyway, before writes are
-// refused.
+// half of MaxHeadBytes, or of MaxHeadSamples, the largest heads go anyway,
+// before writes are refused.
 func TestFlushLargestSpareManySmallHeads(t *testing.T) {
 	const series, rows = 800, 20
 	smps := make([]Sample, rows)
 	for j := range smps {
 		smps[j] = Sample{T: int64(1000 + 15000*j), V: float64(j % 3)}
 	}
-	fill := func(t *testing.T, maxBytes int64) *Store {
-		s := openT(t, t.TempDir(), Options{MaxHeadBytes: maxBytes, MaxHeadAge: time.Hour, Logger: quiet})
+	w := want{}
+	for i := range series {
+		w.add(seriesLabels(i), smps...)
+	}
+	fill := func(t *testing.T, opts Options) *Store {
+		opts.MaxHeadAge, opts.Logger = time.Hour, quiet
+		s := openT(t, t.TempDir(), opts)
 		for i := range series {
 			mustAppend(t, s, []SeriesSamples{{Labels: seriesLabels(i), Samples: smps}})
 		}
 		return s
 	}
+	// flushed waits until the background flusher (the only caller of
+	// flushLargest here) brought the head to done: under the trigger, with
+	// some series flushed (each run flushes down to half the trigger, and
+	// the fill may go on after one). It checks that the counter holds one
+	// flush per series emptied and that every sample is still read.
+	flushed := func(t *testing.T, s *Store, done func() bool) {
+		// The counter follows each flush: wait for it as well.
+		counted := func() bool {
+			return testutil.ToFloat64(s.m.sizeFlushes) == float64(series-s.hd.series.Load())
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !done() || !counted() {
+			if time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !done() {
+			t.Fatalf("head still %d bytes, %d samples after 10 s", s.hd.bytes.Load(), s.hd.samples.Load())
+		}
+		gone := series - s.hd.series.Load()
+		if gone == 0 || gone == series {
+			t.Errorf("%d of %d series flushed, want some", gone, series)
+		}
+		if got := testutil.ToFloat64(s.m.sizeFlushes); got != float64(gone) {
+			t.Errorf("%v size flushes counted, %d series flushed", got, gone)
+		}
+		checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	}
 
 	t.Run("spared", func(t *testing.T) {
-		s := fill(t, 1<<20)
+		s := fill(t, Options{MaxHeadBytes: 1 << 20})
 		defer s.Close()
 		before := s.hd.bytes.Load()
 		if flat := int64(1<<20) / headFlushShare; before <= flat || before >= series*headFlushSeriesBytes {
@@ -122,29 +156,26 @@ func TestFlushLargestSpareManySmallHeads(t *testing.T) {
 	})
 
 	t.Run("past half of MaxHeadBytes", func(t *testing.T) {
-		const maxBytes = 128 << 10
-		s := fill(t, maxBytes)
+		// The heads (about 160 bytes each, 128,000 in all) pass half of it
+		// and stay under it, where writes would be refused.
+		const maxBytes = 160 << 10
+		s := fill(t, Options{MaxHeadBytes: maxBytes})
 		defer s.Close()
-		before := s.hd.bytes.Load()
-		if before <= maxBytes/2 {
-			t.Fatalf("head %d bytes, want above %d", before, maxBytes/2)
-		}
-		if got := s.headFlushBytes(); got != maxBytes/2 {
+		if got := s.headFlushBytes(); s.hd.series.Load() == series && got != maxBytes/2 {
 			t.Fatalf("threshold %d bytes, want half of MaxHeadBytes, %d", got, maxBytes/2)
 		}
-		s.flushLargest()
-		after := s.hd.bytes.Load()
-		if after > maxBytes/4 || after == 0 {
-			t.Errorf("head %d bytes after flushLargest, want in (0, %d]", after, maxBytes/4)
+		flushed(t, s, func() bool { return s.hd.bytes.Load() <= maxBytes/2 && s.hd.series.Load() < series })
+	})
+
+	t.Run("past half of MaxHeadSamples", func(t *testing.T) {
+		// 16,000 samples: past half of it, under it; the bytes are far
+		// under their threshold (800 × 512).
+		const maxSamples = 20_000
+		s := fill(t, Options{MaxHeadBytes: 1 << 20, MaxHeadSamples: maxSamples})
+		defer s.Close()
+		flushed(t, s, func() bool { return s.hd.samples.Load() <= maxSamples/2 && s.hd.series.Load() < series })
+		if b := s.hd.bytes.Load(); b > series*headFlushSeriesBytes {
+			t.Errorf("head %d bytes", b)
 		}
-		flushed := series - s.hd.series.Load()
-		if got := testutil.ToFloat64(s.m.sizeFlushes); got != float64(flushed) {
-			t.Errorf("%v size flushes counted, %d series flushed", got, flushed)
-		}
-		w := want{}
-		for i := range series {
-			w.add(seriesLabels(i), smps...)
-		}
-		checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
 	})
 }

@@ -83,7 +83,7 @@ func newMetrics(s *Store, reg prometheus.Registerer) (*metrics, error) {
 			Name: "acta_store_flushed_bytes_total", Help: "Bytes flushes appended to series files (write amplification: this plus acta_rotation_compaction_written_bytes_total, over what the files hold).",
 		}),
 		sizeFlushes: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "acta_store_head_size_flushes_total", Help: "Series flushed because the whole head outgrew a sixteenth of storage.max_head_bytes, or 512 bytes a series with a head if more, up to half of it (largest heads first).",
+			Name: "acta_store_head_size_flushes_total", Help: "Series flushed because the whole head outgrew a sixteenth of storage.max_head_bytes, or 512 bytes a series with a head if more, up to half of it, or half of storage.max_head_samples (largest heads first).",
 		}),
 		appended: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "acta_store_samples_appended_total", Help: "Float samples accepted and made durable.",

@@ -119,10 +119,11 @@ type StorageConfig struct {
 	OutOfOrderWindow time.Duration `yaml:"out_of_order_window"`
 	// MaxHeadSamples: while the head holds more unflushed items (float
 	// samples and histograms) than this, writes get 503 with Retry-After
-	// (flushing has fallen behind). 0 is unlimited.
+	// (flushing has fallen behind); past half of it the largest heads are
+	// flushed. 0 is unlimited.
 	MaxHeadSamples int64 `yaml:"max_head_samples"`
 	// MaxHeadBytes is the same bound in bytes of memory, for every kind
-	// (float heads are XOR-compressed, about 250 bytes for 20 samples at
+	// (float heads are XOR-compressed, about 230 bytes for 20 samples at
 	// 15 s; a native histogram costs a few hundred).
 	// 0 is unlimited; storage.memory_budget lowers it to half the budget.
 	MaxHeadBytes ByteSize `yaml:"max_head_bytes"`
