@@ -204,24 +204,32 @@ func TestStreamedAnswerShape(t *testing.T) {
 }
 
 // A client that goes away in the middle of a long streamed answer stops
-// the pipeline: no goroutine of the handler outlives the request.
+// the pipeline: no goroutine of the handler outlives the request, and its
+// slot is given back. With two slots, the third read needs the first's
+// slot; a cancelled handler may still be unwinding when it arrives, so it
+// waits for the slot (a zero wait answers 429 then, which made this test
+// flaky) and would get 429 after the wait if the slot were never freed.
 func TestStreamClientGoneStopsPipeline(t *testing.T) {
 	st := openStore(t)
 	rl := readLimits
 	rl.MaxSamplesPerQuery = 1 << 30
+	rl.MaxConcurrent, rl.MaxQueueWait = 2, 10*time.Second
 	_, rurl := server(t, st, rl)
 	manySeries(t, st, 300, 3000)
 	body := testkit.ReadRequest(bothTypes, q(0, math.MaxInt64, m(prompb.LabelMatcher_EQ, "__name__", "many")))
 	before := runtime.NumGoroutine()
-	for range 3 {
+	for i := range 3 {
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rurl, bytes.NewReader(body))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("read %d: status %d, want 200", i, resp.StatusCode)
+		}
 		if _, err := io.ReadFull(resp.Body, make([]byte, 100<<10)); err != nil {
-			t.Fatal(err)
+			t.Fatalf("read %d: %v", i, err)
 		}
 		cancel()
 		resp.Body.Close()
