@@ -189,6 +189,9 @@ func run(args []string) error {
 			"kill9_series": *crashSeries, "kill9_samples": *crashSamples, "kill9_interval": crashInterval.String(),
 		},
 	}
+	if n := utcDays(*start, *duration); n > 1 && *scenario != "memory" && *scenario != "kill9" {
+		o.Logf("%s", dayNote(n))
+	}
 	results, _, err := Run(o)
 	rep.Finished = time.Now().UTC().Format(time.RFC3339)
 	rep.Machine += ", at end " + loadAvg()
@@ -243,6 +246,28 @@ func describe(c map[string]any) string {
 	if ns, ok := c["memory_series"].([]int); ok && len(ns) > 0 {
 		parts = append(parts, fmt.Sprintf("memory: %v series × %v samples at %v, RSS %v after the last request", ns, c["memory_samples"], c["interval"], c["memory_settle"]))
 	}
+	if start, ok := c["start_ms"].(int64); ok && c["scenario"] != "memory" && c["scenario"] != "kill9" {
+		if d, err := time.ParseDuration(fmt.Sprint(c["duration"])); err == nil {
+			if n := utcDays(start, d); n > 1 {
+				parts = append(parts, dayNote(n))
+			}
+		}
+	}
 	parts = append(parts, fmt.Sprintf("GOMAXPROCS=%v, seed %v, %v run(s)", c["gomaxprocs"], c["seed"], c["runs"]))
 	return strings.Join(parts, "; ")
+}
+
+// utcDays is how many UTC days the samples from start (ms since the epoch)
+// over d touch. acta-remote keeps a file per series and UTC day, so a 6 h
+// span ending at 02:00Z gives every series two files, each with its own
+// 4 KiB allocation floor and header: the default run's allocated disk
+// figure rose from 3.69 to 6.25 B/sample that way (2026-12-04 01:32Z).
+func utcDays(start int64, d time.Duration) int64 {
+	const day = int64(24 * time.Hour / time.Millisecond)
+	end := start + d.Milliseconds() - 1
+	return end/day - start/day + 1
+}
+
+func dayNote(n int64) string {
+	return fmt.Sprintf("the span touches %d UTC days, so acta-remote writes %d files per series (pass --start to keep it inside one day)", n, n)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Medians and ranges over runs, ratios of medians, and the correctness
@@ -52,5 +53,34 @@ func TestReportMediansAndRatios(t *testing.T) {
 	// No system has an RW 2.0 figure: the row is left out.
 	if strings.Contains(md.String(), "Ingest RW 2.0") {
 		t.Fatalf("table has a row without figures:\n%s", md.String())
+	}
+}
+
+// The run's description says when the span crosses midnight UTC, since
+// acta-remote's disk figure then counts two day files per series.
+func TestDescribeUTCDays(t *testing.T) {
+	noon := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC).UnixMilli()
+	late := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC).UnixMilli()
+	for _, tc := range []struct {
+		start int64
+		d     time.Duration
+		days  int64
+	}{
+		{noon, 6 * time.Hour, 1},
+		{late, 4 * time.Hour, 1}, // ends at midnight, exclusive
+		{late, 6 * time.Hour, 2},
+		{noon, 72 * time.Hour, 4},
+	} {
+		if got := utcDays(tc.start, tc.d); got != tc.days {
+			t.Errorf("utcDays(%d, %v) = %d, want %d", tc.start, tc.d, got, tc.days)
+		}
+	}
+	c := map[string]any{"scenario": "default", "start_ms": late, "duration": "6h0m0s"}
+	if d := describe(c); !strings.Contains(d, "touches 2 UTC days") {
+		t.Fatalf("describe: %q, want the two-day note", d)
+	}
+	c["start_ms"] = noon
+	if d := describe(c); strings.Contains(d, "UTC days") {
+		t.Fatalf("describe: %q, want no day note", d)
 	}
 }
