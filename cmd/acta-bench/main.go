@@ -189,7 +189,8 @@ func run(args []string) error {
 			"kill9_series": *crashSeries, "kill9_samples": *crashSamples, "kill9_interval": crashInterval.String(),
 		},
 	}
-	if n := utcDays(*start, *duration); n > 1 && *scenario != "memory" && *scenario != "kill9" {
+	if n := dayCrossing(*scenario, *start, *duration); n > 0 {
+		rep.Config["utc_days"] = n // describe puts the note in results.md
 		o.Logf("%s", dayNote(n))
 	}
 	results, _, err := Run(o)
@@ -246,12 +247,8 @@ func describe(c map[string]any) string {
 	if ns, ok := c["memory_series"].([]int); ok && len(ns) > 0 {
 		parts = append(parts, fmt.Sprintf("memory: %v series × %v samples at %v, RSS %v after the last request", ns, c["memory_samples"], c["interval"], c["memory_settle"]))
 	}
-	if start, ok := c["start_ms"].(int64); ok && c["scenario"] != "memory" && c["scenario"] != "kill9" {
-		if d, err := time.ParseDuration(fmt.Sprint(c["duration"])); err == nil {
-			if n := utcDays(start, d); n > 1 {
-				parts = append(parts, dayNote(n))
-			}
-		}
+	if n, ok := c["utc_days"].(int64); ok {
+		parts = append(parts, dayNote(n))
 	}
 	parts = append(parts, fmt.Sprintf("GOMAXPROCS=%v, seed %v, %v run(s)", c["gomaxprocs"], c["seed"], c["runs"]))
 	return strings.Join(parts, "; ")
@@ -266,6 +263,15 @@ func utcDays(start int64, d time.Duration) int64 {
 	const day = int64(24 * time.Hour / time.Millisecond)
 	end := start + d.Milliseconds() - 1
 	return end/day - start/day + 1
+}
+
+// dayCrossing is utcDays for a default-scenario span of a day or less
+// that crosses midnight UTC, else 0: a multiday span crosses on purpose.
+func dayCrossing(scenario string, start int64, d time.Duration) int64 {
+	if n := utcDays(start, d); n > 1 && d <= 24*time.Hour && scenario == "default" {
+		return n
+	}
+	return 0
 }
 
 func dayNote(n int64) string {

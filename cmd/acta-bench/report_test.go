@@ -75,12 +75,33 @@ func TestDescribeUTCDays(t *testing.T) {
 			t.Errorf("utcDays(%d, %v) = %d, want %d", tc.start, tc.d, got, tc.days)
 		}
 	}
-	c := map[string]any{"scenario": "default", "start_ms": late, "duration": "6h0m0s"}
+	c := map[string]any{"scenario": "default", "utc_days": int64(2)}
 	if d := describe(c); !strings.Contains(d, "touches 2 UTC days") {
 		t.Fatalf("describe: %q, want the two-day note", d)
 	}
-	c["start_ms"] = noon
+	delete(c, "utc_days")
 	if d := describe(c); strings.Contains(d, "UTC days") {
 		t.Fatalf("describe: %q, want no day note", d)
+	}
+}
+
+// Only a default-scenario span of a day or less gets the note: the
+// multiday scenario's 3 days cross midnight on purpose.
+func TestDayCrossing(t *testing.T) {
+	late := time.Date(2026, 12, 3, 20, 0, 0, 0, time.UTC).UnixMilli()
+	for _, tc := range []struct {
+		scenario string
+		d        time.Duration
+		want     int64
+	}{
+		{"default", 6 * time.Hour, 2},
+		{"default", 2 * time.Hour, 0},
+		{"default", 48 * time.Hour, 0},
+		{"multiday", 72 * time.Hour, 0},
+		{"memory", 6 * time.Hour, 0},
+	} {
+		if got := dayCrossing(tc.scenario, late, tc.d); got != tc.want {
+			t.Errorf("dayCrossing(%s, 20:00Z, %v) = %d, want %d", tc.scenario, tc.d, got, tc.want)
+		}
 	}
 }
