@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
@@ -62,12 +63,33 @@ func TestPairsMatch(t *testing.T) {
 				if i == 0 && short != wantShort {
 					t.Fatalf("%d/%d: short %v, want %v", nl, vl, short, wantShort)
 				}
-				var buf []byte
-				got, slow := pairsMatch(c.pairs, short, lset, &buf), pairsEqual(c.pairs, lset)
+				got, slow := pairsMatch(c.pairs, short, lset), pairsEqual(c.pairs, lset)
 				if got != c.want || slow != c.want {
 					t.Fatalf("%d/%d case %d: pairsMatch %v, pairsEqual %v, want %v", nl, vl, i, got, slow, c.want)
 				}
 			}
+		}
+	}
+}
+
+// labelsData reads the same bytes Labels.Bytes copies, for empty, short
+// and long labels; and this build's stringlabels still qualify (else every
+// known series would take the slow compare unnoticed).
+func TestLabelsData(t *testing.T) {
+	if labels.ImplementationName != "stringlabels" {
+		t.Skipf("labels are %s: labelsData is not used", labels.ImplementationName)
+	}
+	if !stringLabels {
+		t.Fatalf("stringlabels' Labels is %d bytes, not one string: the block compare is off", unsafe.Sizeof(labels.Labels{}))
+	}
+	for _, lset := range []labels.Labels{
+		labels.EmptyLabels(),
+		labels.FromStrings("__name__", "m"),
+		labels.FromStrings("__name__", "m", "a", strings.Repeat("x", 254), "b", strings.Repeat("é", 200)),
+		labels.FromStrings("__name__", "up", "instance", "10.0.0.1:9100", "job", "node"),
+	} {
+		if got, want := labelsData(lset), string(lset.Bytes(nil)); got != want {
+			t.Errorf("%s: labelsData %q, Bytes %q", lset, got, want)
 		}
 	}
 }
@@ -88,8 +110,7 @@ func FuzzPairsMatch(f *testing.F) {
 			if !ok {
 				continue
 			}
-			var buf []byte
-			if got, want := pairsMatch(p, short, lset, &buf), pairsEqual(p, lset); got != want {
+			if got, want := pairsMatch(p, short, lset), pairsEqual(p, lset); got != want {
 				t.Fatalf("pairs %q, labels %s: pairsMatch %v, pairsEqual %v", p, lset, got, want)
 			}
 		}

@@ -104,11 +104,11 @@ func (r *registry) lookupPairsLocked(pairs []byte, buf *[]byte) *memSeries {
 	*buf = binary.AppendUvarint((*buf)[:0], uint64(n))
 	*buf = append(*buf, pairs...)
 	h := hashLabels(*buf)
-	if ms := r.byRef[h]; ms != nil && pairsMatch(pairs, short, ms.lset, buf) {
+	if ms := r.byRef[h]; ms != nil && pairsMatch(pairs, short, ms.lset) {
 		return ms
 	}
 	for _, ms := range r.moved[h] {
-		if pairsMatch(pairs, short, ms.lset, buf) {
+		if pairsMatch(pairs, short, ms.lset) {
 			return ms
 		}
 	}
