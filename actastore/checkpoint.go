@@ -241,7 +241,7 @@ func (s *Store) copyHeads(c *checkpointCopy, path string, seg int) (*checkpointF
 	var f *checkpointFile
 	if err == nil {
 		f = &checkpointFile{w: w}
-		for _, ms := range s.reg.live() {
+		for ms := range s.reg.all() {
 			ms.mu.Lock()
 			c.copy(ms)
 			ms.mu.Unlock()

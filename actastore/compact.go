@@ -65,7 +65,7 @@ type compactJob struct {
 // time, paced.
 func (s *Store) compactSealed(res *MaintenanceResult) {
 	var jobs []compactJob
-	for _, ms := range s.reg.live() {
+	for ms := range s.reg.all() {
 		jobs = appendCompactJobs(s, floats, ms, jobs)
 		jobs = appendCompactJobs(s, histograms, ms, jobs)
 	}

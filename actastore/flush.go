@@ -100,7 +100,7 @@ func (s *Store) flushDue() {
 	now := s.now().UnixNano()
 	oldest := int64(0)
 	defer func() { s.hd.oldestSince.Store(oldest) }()
-	for _, ms := range s.reg.live() {
+	for ms := range s.reg.all() {
 		select {
 		case <-s.stop:
 			return
@@ -179,7 +179,7 @@ func (s *Store) flushLargest() {
 		bytes, items int64
 	}
 	var cs []cand
-	for _, ms := range s.reg.live() {
+	for ms := range s.reg.all() {
 		ms.mu.Lock()
 		b := trackHeadBytes(floats, &ms.floats)
 		n := int64(ms.floats.head.len())
@@ -412,7 +412,7 @@ func (s *Store) truncateWAL() error {
 	defer s.truncMu.Unlock()
 	s.appendMu.Lock()
 	oldest := int32(-1) // the oldest segment a head needs; -1: none
-	for _, ms := range s.reg.live() {
+	for ms := range s.reg.all() {
 		ms.mu.Lock()
 		if seg := ms.walSegNeededLocked(); seg >= 0 && (oldest < 0 || seg < oldest) {
 			oldest = seg

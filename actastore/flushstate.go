@@ -42,7 +42,7 @@ func (s *Store) writeFlushState() error {
 		data = wal.AppendRecord(data, append(rec, *body...))
 		*body, *n = (*body)[:0], 0
 	}
-	for _, ms := range s.reg.live() {
+	for ms := range s.reg.all() {
 		ms.mu.Lock()
 		fmax := ms.floats.maxT
 		last, hasLast := ms.floats.lastFlushed()

@@ -89,7 +89,7 @@ func (s *Store) applyRetention(res *MaintenanceResult) error {
 	sizes := ret.MaxBytes > 0
 	var files []rotation.File
 	owners := make(map[uint64]*memSeries)
-	for _, ms := range s.reg.live() {
+	for ms := range s.reg.all() {
 		owners[ms.ref] = ms
 		files = append(files, retentionFiles(s, floats, ms, sizes)...)
 		files = append(files, retentionFiles(s, histograms, ms, sizes)...)

@@ -191,7 +191,7 @@ func (t *tier) plan() tierPlan {
 	seen := make(map[bucket.FileID]bool)
 	oldest := int64(noTime)
 	var pendingBytes int64
-	for _, ms := range s.reg.live() {
+	for ms := range s.reg.all() {
 		planTrack(t, floats, ms, now, &p, seen, &oldest, &pendingBytes)
 		planTrack(t, histograms, ms, now, &p, seen, &oldest, &pendingBytes)
 	}

@@ -51,7 +51,7 @@ func (s *Store) mergeSealed(res *MaintenanceResult) {
 	co := s.opts.Compaction
 	opts := rotation.CompactOptions{BlockRows: co.BlockRows, ZstdLevel: co.ZstdLevel,
 		Limiter: rotation.NewLimiter(co.BytesPerSec, s.stop)}
-	for _, ms := range s.reg.live() {
+	for ms := range s.reg.all() {
 		for _, merge := range []func() bool{
 			func() bool { return mergeTrack(s, floats, ms, tiers, opts, res) },
 			func() bool { return mergeTrack(s, histograms, ms, tiers, opts, res) },
