@@ -376,13 +376,13 @@ func (cb *checkpointBodies) series(ms *memSeries) {
 func checkpointTrack[S any](cb *checkpointBodies, k kind[S], ref uint64, tr *track[S], body int) {
 	p := tr.head.p
 	if p != nil {
-		checkpointSamples(cb, k, ref, p.ss, body)
+		checkpointSamples(cb, k, ref, p.ss(), body)
 	}
 	checkpointSamples(cb, k, ref, tr.flushingBuf(), body)
 	if n := p.n(); n > 0 {
 		cb.entry(bodyChunks, func(buf []byte) []byte {
 			buf = binary.LittleEndian.AppendUint64(buf, ref)
-			buf = binary.AppendVarint(buf, p.maxT)
+			buf = binary.AppendVarint(buf, p.maxT())
 			data := p.bytes()
 			buf = binary.AppendUvarint(buf, uint64(len(data)))
 			return append(buf, data...)

@@ -530,7 +530,7 @@ func FuzzHeadChunksRecord(f *testing.F) {
 	p := hb.p
 	rec := []byte{recHeadChunks, 1}
 	rec = binary.LittleEndian.AppendUint64(rec, 7)
-	rec = binary.AppendVarint(rec, p.maxT)
+	rec = binary.AppendVarint(rec, p.maxT())
 	rec = binary.AppendUvarint(rec, uint64(len(p.bytes())))
 	rec = append(rec, p.bytes()...)
 	f.Add(rec)

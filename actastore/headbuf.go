@@ -25,7 +25,10 @@ type headBuf[S any] struct {
 }
 
 // headParts is a non-empty head. XOR chunks store the float64 bits as
-// they are, so NaN payloads and stale markers survive bit for bit.
+// they are, so NaN payloads and stale markers survive bit for bit. It is
+// the encoder and one pointer (80 bytes, a size class): the chunk's newest
+// timestamp is the encoder's (LastT), and what a head in order does not
+// need is out of line (headSide).
 type headParts[S any] struct {
 	// chunk holds in-order samples compressed, as chunkenc would (the
 	// bytes are chunkenc's, FuzzEncoder), none for a kind without a chunk.
@@ -34,31 +37,58 @@ type headParts[S any] struct {
 	// at ingest (7 % of the ingest CPU); xorchunk keeps them in the
 	// encoder until the chunk is read (bytes).
 	chunk xorchunk.Encoder
+	// side is nil unless the head holds samples beside the chunk or its
+	// chunk is frozen.
+	side *headSide[S]
+}
+
+// headSide is the part of a head that samples arriving in order, into a
+// chunk of their own, never need.
+type headSide[S any] struct {
 	// frozen is set while chunk is a WAL checkpoint's (frozenChunks):
 	// read only, until the next sample recompresses the head.
 	frozen *frozenChunks
-	maxT   int64 // newest timestamp in chunk
 	// ss holds the samples not in chunk, sorted by timestamp: those older
-	// than chunk's newest, those beyond its capacity, and a small head's first
-	// samples (xorHeadMinChunk).
+	// than chunk's newest, those beyond its capacity, those the WAL replay
+	// left uncompressed, and every sample of a kind without a chunk.
 	ss []S
 }
 
+// ss is the samples beside the chunk (p may be nil).
+func (p *headParts[S]) ss() []S {
+	if p == nil || p.side == nil {
+		return nil
+	}
+	return p.side.ss
+}
+
+// setSS makes ss the samples beside the chunk, dropping the side part
+// when nothing is left in it.
+func (p *headParts[S]) setSS(ss []S) {
+	switch {
+	case p.side != nil:
+		p.side.ss = ss
+		if len(ss) == 0 && p.side.frozen == nil {
+			p.side = nil
+		}
+	case len(ss) > 0:
+		p.side = &headSide[S]{ss: ss}
+	}
+}
+
+// maxT is the chunk's newest timestamp (meaningless without a chunk).
+func (p *headParts[S]) maxT() int64 { return p.chunk.LastT() }
+
 const (
 	// xorHeadFixed is what a compressed head costs beside its stream and
-	// side samples: its headParts (112-byte size class; the encoder is
+	// side samples: its headParts (80-byte size class; the encoder is
 	// inside it, 72 bytes).
-	xorHeadFixed = 112
+	xorHeadFixed = 80
 	// xorHeadInitCap is the first stream allocation: the 2-byte header and
 	// a first sample (varint timestamp, 8 value bytes) fit; append grows it.
 	xorHeadInitCap = 24
 	// xorHeadMaxSamples: the chunk header counts samples in a uint16.
 	xorHeadMaxSamples = xorchunk.MaxSamples
-	// xorHeadMinChunk: a head's first samples stay in its side slice; a
-	// sample arriving when it holds this many starts the chunk. Up to here
-	// the slice (16 bytes a sample, 128 at capacity 8) costs less than a
-	// chunk's fixed 112 bytes and its stream; the next would double it.
-	xorHeadMinChunk = 8
 	// xorHeadMaxSide: once the side slice of a kind with a chunk holds this
 	// many samples they are merged into a new chunk, so a head receiving
 	// much out-of-order data stays compressed.
@@ -79,19 +109,25 @@ type frozenChunks struct {
 
 // isFrozen reports whether p's chunk was restored from a checkpoint and
 // not appended to since.
-func (p *headParts[S]) isFrozen() bool { return p.frozen != nil }
+func (p *headParts[S]) isFrozen() bool { return p.side != nil && p.side.frozen != nil }
 
 // startChunk gives p an empty chunk.
 func (p *headParts[S]) startChunk() {
 	p.chunk.Start(make([]byte, 0, xorHeadInitCap))
-	p.frozen, p.maxT = nil, noTime
+	if p.side != nil {
+		p.side.frozen = nil
+		p.setSS(p.side.ss)
+	}
 }
 
 // freeze makes data, a whole chunk of a checkpoint that owner maps, p's
 // chunk, with newest timestamp maxT.
 func (p *headParts[S]) freeze(data []byte, maxT int64, owner *frozenChunks) {
-	p.chunk.Freeze(data)
-	p.frozen, p.maxT = owner, maxT
+	p.chunk.Freeze(data, maxT)
+	if p.side == nil {
+		p.side = &headSide[S]{}
+	}
+	p.side.frozen = owner
 }
 
 // n is the number of samples in the chunk (0: p has no chunk).
@@ -126,7 +162,7 @@ func (p *headParts[S]) chunkBytes() int64 {
 
 // decodeHeadXOR appends the chunk's samples in [mint, maxt] to dst.
 func decodeHeadXOR[S any](k kind[S], dst []S, p *headParts[S], mint, maxt int64) []S {
-	if p.n() == 0 || p.maxT < mint {
+	if p.n() == 0 || p.maxT() < mint {
 		return dst
 	}
 	dst, _ = appendXOR(k, dst, p.iterator(), mint, maxt) // a chunk being appended to cannot be corrupt
@@ -135,10 +171,7 @@ func decodeHeadXOR[S any](k kind[S], dst []S, p *headParts[S], mint, maxt int64)
 
 // side is the uncompressed samples.
 func (h *headBuf[S]) side() []S {
-	if h.p == nil {
-		return nil
-	}
-	return h.p.ss
+	return h.p.ss()
 }
 
 // len is the number of samples in the head.
@@ -146,7 +179,7 @@ func (h *headBuf[S]) len() int {
 	if h.p == nil {
 		return 0
 	}
-	return len(h.p.ss) + h.p.n()
+	return len(h.p.ss()) + h.p.n()
 }
 
 // bytes is what the head costs in memory (headState.bytes): the compressed
@@ -166,13 +199,13 @@ func (h *headBuf[S]) bounds(k kind[S]) (mint, maxt int64, ok bool) {
 		return 0, 0, false
 	}
 	mint, maxt = int64(math.MaxInt64), int64(math.MinInt64)
-	if ss := h.p.ss; len(ss) > 0 {
+	if ss := h.p.ss(); len(ss) > 0 {
 		mint, maxt = k.ts(ss[0]), k.ts(ss[len(ss)-1])
 	}
 	if p := h.p; p.n() > 0 {
 		it := p.iterator()
 		it.Next()
-		mint, maxt = min(mint, it.AtT()), max(maxt, p.maxT)
+		mint, maxt = min(mint, it.AtT()), max(maxt, p.maxT())
 	}
 	return mint, maxt, true
 }
@@ -184,7 +217,7 @@ func (h *headBuf[S]) maxT(k kind[S]) int64 {
 		t = k.ts(ss[len(ss)-1])
 	}
 	if h.p.n() > 0 {
-		t = max(t, h.p.maxT)
+		t = max(t, h.p.maxT())
 	}
 	return t
 }
@@ -196,10 +229,12 @@ func (h *headBuf[S]) find(k kind[S], t int64) (S, bool) {
 	if p == nil {
 		return zero, false
 	}
-	if i, ok := find(k, p.ss, t); ok {
-		return p.ss[i], true
+	if ss := p.ss(); len(ss) > 0 {
+		if i, ok := find(k, ss, t); ok {
+			return ss[i], true
+		}
 	}
-	if p.n() > 0 && t <= p.maxT {
+	if p.n() > 0 && t <= p.maxT() {
 		it := p.iterator()
 		if it.Seek(t) == chunkenc.ValFloat {
 			if st, v := it.At(); st == t {
@@ -219,7 +254,7 @@ func (h *headBuf[S]) inRange(k kind[S], dst []S, mint, maxt int64) []S {
 	base := len(dst)
 	dst = decodeHeadXOR(k, dst, h.p, mint, maxt)
 	split := len(dst)
-	dst = inRange(k, dst, h.p.ss, mint, maxt)
+	dst = inRange(k, dst, h.p.ss(), mint, maxt)
 	if split > base && split < len(dst) && k.ts(dst[split]) < k.ts(dst[split-1]) {
 		// Out-of-order samples interleave with the chunk's: timestamps are
 		// unique, so a sort by timestamp is the merge.
@@ -246,10 +281,11 @@ func (h *headBuf[S]) add(k kind[S], smp S) (bool, int64) {
 // addNew stores smp, whose timestamp the head does not hold, and returns
 // how the head's bytes changed: into the chunk when it is newer than
 // everything held (and the chunk has room), beside it otherwise; a kind
-// with a chunk starts one once its side holds xorHeadMinChunk samples,
-// unless lazy: the WAL replay leaves that to the first sample after it,
-// so a restart does not wait for every replayed head's encoding (the
-// side slice holds them in order meanwhile, counted at kind.size).
+// with a chunk starts one with its first sample (80 fixed bytes and a
+// 24-byte stream: less than side samples and the side part), unless lazy:
+// the WAL replay leaves that to the first sample after it, so a restart
+// does not wait for every replayed head's encoding (the side slice holds
+// them in order meanwhile, counted at kind.size).
 func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 	if h.p == nil {
 		h.p = &headParts[S]{}
@@ -261,18 +297,23 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 		// replays: its samples go beside it.
 		return b + h.p.addSide(k, smp)
 	case !k.xorHead() || lazy:
-	case !h.p.hasChunk() && len(h.p.ss) >= xorHeadMinChunk, h.p.isFrozen():
-		b = h.recompress(k) // a frozen chunk thaws with its side samples
+	case h.p.isFrozen(), !h.p.hasChunk() && len(h.p.ss()) > 0:
+		b = h.recompress(k) // a frozen or replayed head is compressed with its side samples
+	case !h.p.hasChunk():
+		h.p.startChunk()
 	}
 	p, t := h.p, k.ts(smp)
-	if k.xorHead() && p.hasChunk() && t > p.maxT && p.n() < xorHeadMaxSamples &&
-		(len(p.ss) == 0 || t > k.ts(p.ss[len(p.ss)-1])) {
+	// The chunk takes smp when it is started (Cap: a chunk just started
+	// holds no sample yet), not frozen, has room, and smp is newer than
+	// everything in the head.
+	if ss := p.ss(); k.xorHead() && p.chunk.Cap() > 0 && !p.isFrozen() && p.n() < xorHeadMaxSamples &&
+		(p.n() == 0 || t > p.maxT()) && (len(ss) == 0 || t > k.ts(ss[len(ss)-1])) {
 		before := p.chunkBytes()
 		p.appendXOR(k, smp)
 		return b + p.chunkBytes() - before
 	}
 	b += p.addSide(k, smp)
-	if k.xorHead() && p.hasChunk() && p.n() < xorHeadMaxSamples && len(p.ss) >= xorHeadMaxSide {
+	if k.xorHead() && p.hasChunk() && p.n() < xorHeadMaxSamples && len(p.ss()) >= xorHeadMaxSide {
 		b += h.recompress(k)
 	}
 	return b
@@ -280,25 +321,27 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 
 // addSide inserts smp into the side samples and returns its bytes.
 func (p *headParts[S]) addSide(k kind[S], smp S) int64 {
-	i, _ := find(k, p.ss, k.ts(smp))
-	if i == len(p.ss) {
-		p.ss = append(p.ss, smp)
+	ss := p.ss()
+	i, _ := find(k, ss, k.ts(smp))
+	if i == len(ss) {
+		ss = append(ss, smp)
 	} else {
-		p.ss = slices.Insert(p.ss, i, smp)
+		ss = slices.Insert(ss, i, smp)
 	}
+	p.setSS(ss)
 	return k.size(smp)
 }
 
 // addNewer stores ss, strictly increasing and newer than everything the
-// head holds, as addNew would one by one; a head that stays a slice takes
-// them in one append.
+// head holds, as addNew would one by one; a head that stays a slice (a
+// kind without a chunk, or the replay's) takes them in one append.
 func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
 	if h.p == nil {
 		h.p = &headParts[S]{}
 	}
 	var b int64
-	if p := h.p; (!p.hasChunk() || (lazy && p.isFrozen())) && (lazy || !k.xorHead() || len(p.ss)+len(ss) <= xorHeadMinChunk) {
-		p.ss = append(p.ss, ss...)
+	if p := h.p; (!p.hasChunk() || (lazy && p.isFrozen())) && (lazy || !k.xorHead()) {
+		p.setSS(append(p.ss(), ss...))
 		for _, s := range ss {
 			b += k.size(s)
 		}
@@ -313,7 +356,6 @@ func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
 func (p *headParts[S]) appendXOR(k kind[S], smp S) {
 	t, v := k.xorPair(smp)
 	p.chunk.Append(t, v)
-	p.maxT = t
 }
 
 // recompress merges the side samples into a new chunk (as many as it
@@ -322,7 +364,7 @@ func (h *headBuf[S]) recompress(k kind[S]) int64 {
 	before := h.bytes(k)
 	var all []S
 	if !h.p.hasChunk() {
-		all = h.p.ss // sorted, and build keeps no part of it
+		all = h.p.ss() // sorted, and build keeps no part of it
 	} else {
 		all = h.all(k, nil)
 	}
@@ -342,7 +384,7 @@ func (h *headBuf[S]) build(k kind[S], ss []S) {
 		h.p = &headParts[S]{}
 	}
 	if !k.xorHead() {
-		h.p.ss = ss
+		h.p.setSS(ss)
 		return
 	}
 	n := min(len(ss), xorHeadMaxSamples)
@@ -351,7 +393,7 @@ func (h *headBuf[S]) build(k kind[S], ss []S) {
 		h.p.appendXOR(k, s)
 	}
 	if n < len(ss) {
-		h.p.ss = slices.Clone(ss[n:])
+		h.p.setSS(slices.Clone(ss[n:]))
 	}
 }
 
@@ -363,9 +405,9 @@ func (h *headBuf[S]) take(k kind[S]) []S {
 	case p == nil:
 		return nil
 	case !p.hasChunk():
-		return p.ss // already sorted; no copy
+		return p.ss() // already sorted; no copy
 	}
-	return (&headBuf[S]{p}).all(k, make([]S, 0, len(p.ss)+p.n()))
+	return (&headBuf[S]{p}).all(k, make([]S, 0, len(p.ss())+p.n()))
 }
 
 // deleteFunc drops the samples del reports, returning how many and how
@@ -377,8 +419,8 @@ func (h *headBuf[S]) deleteFunc(k kind[S], del func(S) bool) (int, int64) {
 	}
 	before := h.bytes(k)
 	if !h.p.hasChunk() {
-		h.p.ss = slices.DeleteFunc(h.p.ss, del)
-		if len(h.p.ss) == 0 {
+		h.p.setSS(slices.DeleteFunc(h.p.ss(), del))
+		if len(h.p.ss()) == 0 && !h.p.isFrozen() {
 			h.p = nil
 		}
 		return n - h.len(), h.bytes(k) - before
@@ -397,5 +439,8 @@ func (h *headBuf[S]) growSide(n int) {
 	if h.p == nil {
 		h.p = &headParts[S]{}
 	}
-	h.p.ss = slices.Grow(h.p.ss, n)
+	if h.p.side == nil {
+		h.p.side = &headSide[S]{}
+	}
+	h.p.side.ss = slices.Grow(h.p.side.ss, n)
 }

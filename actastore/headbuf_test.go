@@ -193,11 +193,11 @@ func TestHeadCompressedBitExactThroughSelect(t *testing.T) {
 	w := want{}
 	var all []Sample
 	t0 := int64(1_700_000_000_000)
-	// Plain values first, so that the head holds a chunk
-	// (xorHeadMinChunk) when the specials arrive.
+	// Plain values first: the chunk holds more than the specials.
+	const nPlain = 8
 	var plain []Sample
-	for i := range xorHeadMinChunk {
-		plain = append(plain, Sample{T: t0 - int64(xorHeadMinChunk-i)*15000, V: float64(i)})
+	for i := range nPlain {
+		plain = append(plain, Sample{T: t0 - int64(nPlain-i)*15000, V: float64(i)})
 	}
 	mustAppend(t, s, []SeriesSamples{{Labels: ls, Samples: plain}})
 	for i, bits := range headSpecials {
@@ -365,38 +365,45 @@ func TestHeadCompressedAccounting(t *testing.T) {
 	}
 }
 
-// A head's first xorHeadMinChunk samples stay in a slice; the next one
-// starts the chunk with all of them, in order, out-of-order ones included.
-func TestHeadBufSmallHeadThenChunk(t *testing.T) {
+// A float head's chunk starts with its first sample, and the head has no
+// side part (headSide) until a sample arrives out of order; a rebuild that
+// leaves nothing beside the chunk drops it again.
+func TestHeadBufChunkFromFirstSample(t *testing.T) {
 	var h headBuf[Sample]
 	var ref []Sample
 	var accounted int64
-	for i := range xorHeadMinChunk {
+	for i := range 8 {
 		s := Sample{T: int64(10+i) * 1000, V: math.Float64frombits(headSpecials[i%len(headSpecials)])}
-		if i == 3 {
-			s.T = 1000 // an older one among them
-		}
 		_, b := h.add(floats, s)
 		accounted += b
-		i, _ := slices.BinarySearchFunc(ref, s.T, func(a Sample, t int64) int { return cmpInt64(a.T, t) })
-		ref = slices.Insert(ref, i, s)
+		ref = append(ref, s)
+		if i == 0 && b != xorHeadFixed+xorHeadInitCap {
+			t.Fatalf("the first sample costs %d bytes, want the chunk's %d", b, xorHeadFixed+xorHeadInitCap)
+		}
+		if h.p.n() != i+1 || h.p.side != nil {
+			t.Fatalf("after %d in order: %d compressed, side part %v", i+1, h.p.n(), h.p.side)
+		}
 	}
-	if h.p.n() != 0 || len(h.side()) != xorHeadMinChunk || accounted != int64(xorHeadMinChunk)*32 {
-		t.Fatalf("small head: %d compressed, %d side, %d bytes", h.p.n(), len(h.side()), accounted)
-	}
-	checkHeadModel(t, "small", &h, ref, accounted)
-	s := Sample{T: 100_000, V: staleNaN}
-	_, b := h.add(floats, s)
+	checkHeadModel(t, "in order", &h, ref, accounted)
+	old := Sample{T: 1000, V: staleNaN}
+	_, b := h.add(floats, old)
 	accounted += b
-	ref = append(ref, s)
-	if h.p.n() != xorHeadMinChunk+1 || len(h.side()) != 0 {
-		t.Fatalf("after the chunk started: %d compressed, %d side", h.p.n(), len(h.side()))
+	ref = slices.Insert(ref, 0, old)
+	if h.p.n() != 8 || len(h.side()) != 1 {
+		t.Fatalf("after an older sample: %d compressed, %d side", h.p.n(), len(h.side()))
 	}
-	checkHeadModel(t, "chunked", &h, ref, accounted)
+	checkHeadModel(t, "out of order", &h, ref, accounted)
+	n, b := h.deleteFunc(floats, func(s Sample) bool { return s.T == old.T })
+	accounted += b
+	ref = ref[1:]
+	if n != 1 || h.p.n() != 8 || h.p.side != nil {
+		t.Fatalf("after deleting it: %d deleted, %d compressed, side part %v", n, h.p.n(), h.p.side)
+	}
+	checkHeadModel(t, "rebuilt", &h, ref, accounted)
 }
 
 // xorHeadFixed counts a compressed head's headParts (with the encoder in
-// it) as one 112-byte allocation, a size class of Go's allocator: the
+// it) as one 80-byte allocation, a size class of Go's allocator: the
 // struct is exactly that, so the head's byte accounting is what the
 // allocator hands out.
 func TestHeadPartsSize(t *testing.T) {

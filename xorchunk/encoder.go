@@ -82,13 +82,18 @@ func (e *Encoder) Chunk() []byte {
 	return append(c, pending[:nb]...)
 }
 
+// LastT is the timestamp of the chunk's newest sample (ms, as appended,
+// or as given to Freeze); meaningless while NumSamples is 0.
+func (e *Encoder) LastT() int64 { return e.t }
+
 // Freeze makes chunk, a whole XOR chunk (as Finish or Chunk return it, at
 // least the 2 header bytes), the current chunk, to be read only: Chunk
-// returns it and NumSamples counts from its header. Append must not be
-// called before the next Start: where the last sample's bits end within the
-// last byte is not in the bytes. chunk may be read-only memory.
-func (e *Encoder) Freeze(chunk []byte) {
-	*e = Encoder{buf: chunk, n: uint32(binary.BigEndian.Uint16(chunk)), leading: 0xff}
+// returns it, NumSamples counts from its header and LastT is lastT (the
+// caller's record of its newest timestamp, ms). Append must not be called
+// before the next Start: where the last sample's bits end within the last
+// byte is not in the bytes. chunk may be read-only memory.
+func (e *Encoder) Freeze(chunk []byte, lastT int64) {
+	*e = Encoder{buf: chunk, n: uint32(binary.BigEndian.Uint16(chunk)), leading: 0xff, t: lastT}
 }
 
 // Cap is the capacity of the buffer the chunk is in, in bytes: what it

@@ -75,6 +75,9 @@ func checkOpen(t *testing.T, ts []int64, vs []float64) {
 	for i := range ts {
 		app.Append(0, ts[i], vs[i])
 		e.Append(ts[i], vs[i])
+		if e.LastT() != ts[i] {
+			t.Fatalf("LastT %d after appending %d", e.LastT(), ts[i])
+		}
 		capBefore := e.Cap()
 		if got = e.Chunk(); !bytes.Equal(got, c.Bytes()) || e.NumSamples() != i+1 || e.Cap() != capBefore {
 			t.Fatalf("open chunk after %d samples (NumSamples %d, Cap %d before Chunk, %d after):\n got  %x\n want %x",
@@ -88,9 +91,9 @@ func checkOpen(t *testing.T, ts []int64, vs []float64) {
 		t.Fatalf("finished after Chunk:\n got  %x\n want %x", fin, c.Bytes())
 	}
 	var f Encoder
-	f.Freeze(bytes.Clone(got))
-	if !bytes.Equal(f.Chunk(), c.Bytes()) || f.NumSamples() != len(ts) {
-		t.Fatalf("frozen: %x (%d samples), want %x (%d)", f.Chunk(), f.NumSamples(), c.Bytes(), len(ts))
+	f.Freeze(bytes.Clone(got), 1234)
+	if !bytes.Equal(f.Chunk(), c.Bytes()) || f.NumSamples() != len(ts) || f.LastT() != 1234 {
+		t.Fatalf("frozen: %x (%d samples, LastT %d), want %x (%d, 1234)", f.Chunk(), f.NumSamples(), f.LastT(), c.Bytes(), len(ts))
 	}
 }
 
