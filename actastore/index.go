@@ -9,15 +9,15 @@ import (
 
 // index is the in-memory inverted index: label name → value → postings.
 // Postings are series ids (dense, assigned in creation order), so appending
-// a new series keeps every list sorted without inserting in the middle.
-// The store's mu guards it.
+// a new series keeps every list sorted without inserting in the middle
+// (postings.go: compressed). The store's mu guards it.
 type index struct {
-	postings map[string]map[string][]uint32
+	postings map[string]map[string]*postings
 	series   []*memSeries // by id
 }
 
 func newIndex() *index {
-	return &index{postings: make(map[string]map[string][]uint32)}
+	return &index{postings: make(map[string]map[string]*postings)}
 }
 
 // add gives s the next id and indexes its labels.
@@ -27,10 +27,15 @@ func (ix *index) add(s *memSeries) {
 	s.lset.Range(func(l labels.Label) {
 		vals := ix.postings[l.Name]
 		if vals == nil {
-			vals = make(map[string][]uint32)
+			vals = make(map[string]*postings)
 			ix.postings[l.Name] = vals
 		}
-		vals[l.Value] = append(vals[l.Value], s.id)
+		p := vals[l.Value]
+		if p == nil {
+			p = new(postings)
+			vals[l.Value] = p
+		}
+		p.add(s.id)
 	})
 }
 
@@ -41,15 +46,12 @@ func (ix *index) remove(s *memSeries) {
 	ix.series[s.id] = nil
 	s.lset.Range(func(l labels.Label) {
 		vals := ix.postings[l.Name]
-		ids := slices.DeleteFunc(vals[l.Value], func(id uint32) bool { return id == s.id })
-		if len(ids) == 0 {
+		if p := vals[l.Value]; p == nil || !p.remove(s.id) {
 			delete(vals, l.Value)
 			if len(vals) == 0 {
 				delete(ix.postings, l.Name)
 			}
-			return
 		}
-		vals[l.Value] = ids
 	})
 }
 
@@ -77,28 +79,28 @@ func (ix *index) live() []*memSeries {
 // than a matcher's label has values, the matcher is applied to the set's
 // series' own labels instead of to every value (filterCheaper).
 func (ix *index) selectIDs(ms []*labels.Matcher) []uint32 {
-	var eq [][]uint32
+	var eq []*postings
 	var rest []*labels.Matcher
 	for _, m := range ms {
 		switch {
 		case m.Matches(""):
 		case m.Type == labels.MatchEqual:
-			ids := ix.postings[m.Name][m.Value]
-			if len(ids) == 0 {
+			p := ix.postings[m.Name][m.Value]
+			if p == nil {
 				return nil
 			}
-			eq = append(eq, ids)
+			eq = append(eq, p)
 		default:
 			rest = append(rest, m)
 		}
 	}
-	slices.SortFunc(eq, func(a, b []uint32) int { return len(a) - len(b) })
+	slices.SortFunc(eq, func(a, b *postings) int { return cmpInt64(int64(a.n), int64(b.n)) })
 	var res []uint32
 	narrowed := false
-	for _, ids := range eq {
+	for _, p := range eq {
 		if !narrowed {
-			res, narrowed = ids, true
-		} else if res = intersect(res, ids); len(res) == 0 {
+			res, narrowed = p.appendTo(nil), true
+		} else if res = p.intersectInto(res[:0:0], res); len(res) == 0 {
 			return nil
 		}
 	}
@@ -149,8 +151,8 @@ func (ix *index) filterCheaper(n int, name string) bool {
 		return true
 	}
 	carry := 0
-	for _, ids := range vals {
-		if carry += len(ids); n*8 < carry {
+	for _, p := range vals {
+		if carry += int(p.n); n*8 < carry {
 			return true
 		}
 	}
@@ -169,31 +171,31 @@ func (ix *index) filter(ids []uint32, m *labels.Matcher) []uint32 {
 	return out
 }
 
-// union merges the postings of m.Name's values whose m.Matches equals want.
-// The returned slice may alias a postings list: callers must not modify it.
+// union merges the postings of m.Name's values whose m.Matches equals
+// want, into a new slice.
 func (ix *index) union(m *labels.Matcher, want bool) []uint32 {
 	vals := ix.postings[m.Name]
 	if m.Type == labels.MatchEqual && want {
-		return vals[m.Value]
+		return vals[m.Value].appendTo(nil)
 	}
-	var lists [][]uint32
+	var lists []*postings
 	total := 0
-	for v, ids := range vals {
+	for v, p := range vals {
 		if m.Matches(v) == want {
-			lists = append(lists, ids)
-			total += len(ids)
+			lists = append(lists, p)
+			total += int(p.n)
 		}
 	}
 	switch len(lists) {
 	case 0:
 		return nil
 	case 1:
-		return lists[0]
+		return lists[0].appendTo(nil)
 	}
 	if total < len(ix.series)/64 {
 		out := make([]uint32, 0, total)
-		for _, l := range lists {
-			out = append(out, l...)
+		for _, p := range lists {
+			out = p.appendTo(out)
 		}
 		slices.Sort(out)
 		return out // a label's values' postings are disjoint
@@ -202,10 +204,8 @@ func (ix *index) union(m *labels.Matcher, want bool) []uint32 {
 	// instead of sorting them (every series by __name__=~".+": 10,000 ids
 	// from 70 lists).
 	bm := make([]uint64, (len(ix.series)+63)/64)
-	for _, l := range lists {
-		for _, id := range l {
-			bm[id/64] |= 1 << (id % 64)
-		}
+	for _, p := range lists {
+		p.each(func(id uint32) { bm[id/64] |= 1 << (id % 64) })
 	}
 	out := make([]uint32, 0, total)
 	for w, bits := range bm {

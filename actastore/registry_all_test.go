@@ -31,7 +31,7 @@ func TestRegistryAll(t *testing.T) {
 	var got []*memSeries
 	for ms := range r.all() {
 		if len(got) == 0 {
-			add(n)     // created during the walk: not visited
+			add(n)      // created during the walk: not visited
 			r.mu.Lock() // in a chunk not yet copied: not visited
 			r.removeLocked(all[2*allChunk+1])
 			r.mu.Unlock()
