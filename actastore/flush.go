@@ -129,7 +129,7 @@ func (s *Store) flushDue() {
 //
 // headFlushSeriesBytes raises that threshold to this much per series with
 // a non-empty head: many series each holding what MaxHeadAge leaves of a
-// live scrape (about 230 bytes for 20 samples at 15 s) are not a replay,
+// live scrape (about 200 bytes for 20 samples at 15 s) are not a replay,
 // and flushing them writes blocks of a few samples each. At 1,000,000
 // live series the flat 64 MiB had the flusher writing ten-sample blocks
 // for minutes on end (26 bytes a sample on disk), beside the ingest.

@@ -97,7 +97,7 @@ const (
 
 // frozenChunks owns the mapped bytes of a WAL checkpoint (checkpoint.go)
 // that the heads restored from its chunks alias, one value shared by all
-// of them (headParts.frozen); the mapping is unmapped once no head holds
+// of them (headSide.frozen); the mapping is unmapped once no head holds
 // it. Such a chunk is readable, but cannot be appended to (the bit
 // position in its last byte is not in its bytes), so the first sample
 // added after the restart encodes the head afresh (recompress), once, as

@@ -10,7 +10,8 @@ import (
 // index is the in-memory inverted index: label name → value → postings.
 // Postings are series ids (dense, assigned in creation order), so appending
 // a new series keeps every list sorted without inserting in the middle
-// (postings.go: compressed). The store's mu guards it.
+// (postings.go: compressed). Its owner guards it: registry.mu,
+// BucketView.mu, or a ReadOnly's one caller.
 type index struct {
 	postings map[string]map[string]*postings
 	series   []*memSeries // by id

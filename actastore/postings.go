@@ -36,6 +36,9 @@ type postingsSkip struct {
 // add appends id, which must be greater than every id held.
 func (p *postings) add(id uint32) {
 	if p.n > 0 && id <= p.last {
+		if id == p.last {
+			return // a label set holding one pair twice (only a damaged record could): once is enough
+		}
 		panic("actastore: postings ids must grow")
 	}
 	p.data = binary.AppendUvarint(p.data, uint64(id-p.last))
@@ -122,19 +125,73 @@ func skipAfter(e postingsSkip, x uint32) int {
 	return 1
 }
 
-// remove takes id out (a rare operation: retention or deletion), and
-// reports whether any id is left.
+// remove takes id out (retention or deletion) and reports whether any id
+// is left. Only its difference and the next one change: the next becomes
+// their sum, written where the two were, and the bytes after move up;
+// the skip entries past it move with them, and an entry at id moves to
+// the id before it (or goes, at the list's ends). The cost is the bytes
+// after id, as a []uint32's delete.
 func (p *postings) remove(id uint32) bool {
-	ids := p.appendTo(nil)
-	i, found := slices.BinarySearch(ids, id)
-	if !found {
+	if p.n == 0 || id > p.last {
 		return p.n > 0
 	}
-	ids = slices.Delete(ids, i, i+1)
-	*p = postings{}
-	for _, id := range ids {
-		p.add(id)
+	// Start from the last skip entry below id.
+	j, _ := slices.BinarySearchFunc(p.skip, id, func(e postingsSkip, x uint32) int {
+		if e.id < x {
+			return -1
+		}
+		return 1
+	})
+	var cur uint32
+	pos := 0
+	if j > 0 {
+		cur, pos = p.skip[j-1].id, int(p.skip[j-1].off)
 	}
-	p.data = slices.Clip(p.data)
+	start, prev, found := pos, cur, false
+	for pos < len(p.data) {
+		start, prev = pos, cur
+		d, k := binary.Uvarint(p.data[pos:])
+		pos += k
+		cur += uint32(d)
+		if cur >= id {
+			found = cur == id
+			break
+		}
+	}
+	if !found {
+		return true // not held
+	}
+	end := pos // id's difference is data[start:end]
+	isFirst, isLast := start == 0, end == len(p.data)
+	shrink := end - start
+	if !isLast {
+		d2, k := binary.Uvarint(p.data[end:])
+		var merged [binary.MaxVarintLen64]byte
+		m := binary.PutUvarint(merged[:], uint64(cur-prev)+d2)
+		copy(p.data[start:], merged[:m])
+		shrink = end + k - (start + m)
+		copy(p.data[start+m:], p.data[end+k:])
+	}
+	p.data = p.data[:len(p.data)-shrink]
+	kept := p.skip[:0]
+	for _, e := range p.skip {
+		switch {
+		case e.id == id && (isFirst || isLast):
+			continue
+		case e.id == id:
+			e = postingsSkip{id: prev, off: uint32(start)}
+		case int(e.off) > start:
+			e.off -= uint32(shrink)
+		}
+		kept = append(kept, e)
+	}
+	p.skip = kept
+	p.n--
+	if isLast {
+		p.last = prev
+	}
+	if p.n == 0 {
+		*p = postings{}
+	}
 	return p.n > 0
 }
