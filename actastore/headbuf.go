@@ -304,9 +304,9 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 	}
 	p, t := h.p, k.ts(smp)
 	// The chunk takes smp when it is started (Cap: a chunk just started
-	// holds no sample yet), not frozen, has room, and smp is newer than
-	// everything in the head.
-	if ss := p.ss(); k.xorHead() && p.chunk.Cap() > 0 && !p.isFrozen() && p.n() < xorHeadMaxSamples &&
+	// holds no sample yet; a frozen one went beside or was recompressed
+	// above), has room, and smp is newer than everything in the head.
+	if ss := p.ss(); k.xorHead() && p.chunk.Cap() > 0 && p.n() < xorHeadMaxSamples &&
 		(p.n() == 0 || t > p.maxT()) && (len(ss) == 0 || t > k.ts(ss[len(ss)-1])) {
 		before := p.chunkBytes()
 		p.appendXOR(k, smp)
@@ -420,7 +420,7 @@ func (h *headBuf[S]) deleteFunc(k kind[S], del func(S) bool) (int, int64) {
 	before := h.bytes(k)
 	if !h.p.hasChunk() {
 		h.p.setSS(slices.DeleteFunc(h.p.ss(), del))
-		if len(h.p.ss()) == 0 && !h.p.isFrozen() {
+		if len(h.p.ss()) == 0 { // no chunk: not frozen either
 			h.p = nil
 		}
 		return n - h.len(), h.bytes(k) - before

@@ -101,7 +101,7 @@ func (ix *index) selectIDs(ms []*labels.Matcher) []uint32 {
 	for _, p := range eq {
 		if !narrowed {
 			res, narrowed = p.appendTo(nil), true
-		} else if res = p.intersectInto(res[:0:0], res); len(res) == 0 {
+		} else if res = p.intersectInto(nil, res); len(res) == 0 {
 			return nil
 		}
 	}

@@ -135,13 +135,11 @@ func (p *postings) remove(id uint32) bool {
 	if p.n == 0 || id > p.last {
 		return p.n > 0
 	}
-	// Start from the last skip entry below id.
-	j, _ := slices.BinarySearchFunc(p.skip, id, func(e postingsSkip, x uint32) int {
-		if e.id < x {
-			return -1
-		}
-		return 1
-	})
+	// Start from the last skip entry below id (at or before id-1).
+	j := 0
+	if id > 0 {
+		j, _ = slices.BinarySearchFunc(p.skip, id-1, skipAfter)
+	}
 	var cur uint32
 	pos := 0
 	if j > 0 {
