@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // headerSize is the chunk's sample count (uint16, big-endian).
@@ -99,6 +100,15 @@ func (e *Encoder) Freeze(chunk []byte, lastT int64) {
 // Cap is the capacity of the buffer the chunk is in, in bytes: what it
 // holds allocated (the buffer given to Start, as it grew).
 func (e *Encoder) Cap() int { return cap(e.buf) }
+
+// Len is the number of bytes the chunk's samples fill so far, the header
+// and the pending bits included.
+func (e *Encoder) Len() int { return len(e.buf) - int(e.start) + int(e.nacc+7)/8 }
+
+// Grow makes room for n more bytes of samples without a reallocation, as
+// slices.Grow does: for a caller that knows how large the chunk will get
+// (a WAL replay), one allocation instead of append's doubling.
+func (e *Encoder) Grow(n int) { e.buf = slices.Grow(e.buf, n) }
 
 // Finish completes the chunk and returns the buffer given to Start with
 // the chunk appended: the chunk is the returned buffer from the length dst

@@ -62,8 +62,9 @@ func encode(ts []int64, vs []float64, perChunk int) [][]byte {
 
 // checkOpen appends the samples (at most MaxSamples) to one chunk with
 // both encoders and, after every sample, compares Encoder.Chunk with
-// chunkenc's bytes (and that Chunk did not grow the buffer); then freezes
-// a copy and compares again.
+// chunkenc's bytes (and that Chunk did not grow the buffer, and Len is its
+// length), with Grow called between some samples; then freezes a copy and
+// compares again.
 func checkOpen(t *testing.T, ts []int64, vs []float64) {
 	t.Helper()
 	ts, vs = ts[:min(len(ts), MaxSamples)], vs[:min(len(vs), MaxSamples)]
@@ -82,6 +83,15 @@ func checkOpen(t *testing.T, ts []int64, vs []float64) {
 		if got = e.Chunk(); !bytes.Equal(got, c.Bytes()) || e.NumSamples() != i+1 || e.Cap() != capBefore {
 			t.Fatalf("open chunk after %d samples (NumSamples %d, Cap %d before Chunk, %d after):\n got  %x\n want %x",
 				i+1, e.NumSamples(), capBefore, e.Cap(), got, c.Bytes())
+		}
+		if e.Len() != len(got) {
+			t.Fatalf("Len %d after %d samples, the chunk is %d bytes", e.Len(), i+1, len(got))
+		}
+		if i%7 == 3 { // room reserved between samples changes no byte
+			e.Grow(i)
+			if e.Cap() < e.Len()+i-8 {
+				t.Fatalf("Grow(%d) at Len %d left Cap %d", i, e.Len(), e.Cap())
+			}
 		}
 	}
 	if len(ts) == 0 {
