@@ -30,7 +30,7 @@ func benchReplayFullHead(b *testing.B, per, senders int) {
 	if senders == 1 {
 		fillReplayOneSender(b, s, per)
 	} else {
-		fillReplayTwoSenders(b, s)
+		fillReplayTwoSenders(b, s, nil)
 	}
 	walBytes := s.Stats().WALBytes
 	s.abandon()
@@ -72,11 +72,14 @@ func fillReplayOneSender(b *testing.B, s *Store, per int) {
 
 // fillReplayTwoSenders commits one sample a series an entry, series i sent
 // by sender i%3/2, requests of 2,000 entries cut across scrapes, the
-// senders taking turns.
-func fillReplayTwoSenders(b *testing.B, s *Store) {
+// senders taking turns; at, unless nil, is called before each step.
+func fillReplayTwoSenders(b *testing.B, s *Store, at func(step int)) {
 	ls := benchLabels(replayBenchSeries)
 	var pending [2][]SeriesSamples
 	for step := range replayBenchSteps {
+		if at != nil {
+			at(step)
+		}
 		for i, lset := range ls {
 			w := i % 3 / 2
 			pending[w] = append(pending[w], SeriesSamples{Labels: lset, Samples: []Sample{{T: int64(step) * 15000, V: realisticValue(i, step)}}})

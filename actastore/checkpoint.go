@@ -379,14 +379,23 @@ func checkpointTrack[S any](cb *checkpointBodies, k kind[S], ref uint64, tr *tra
 		checkpointSamples(cb, k, ref, p.ss(), body)
 	}
 	checkpointSamples(cb, k, ref, tr.flushingBuf(), body)
-	if n := p.n(); n > 0 {
+	chunk := func(maxT int64, data func() []byte) {
 		cb.entry(bodyChunks, func(buf []byte) []byte {
 			buf = binary.LittleEndian.AppendUint64(buf, ref)
-			buf = binary.AppendVarint(buf, p.maxT())
-			data := p.bytes()
-			buf = binary.AppendUvarint(buf, uint64(len(data)))
-			return append(buf, data...)
+			buf = binary.AppendVarint(buf, maxT)
+			d := data()
+			buf = binary.AppendUvarint(buf, uint64(len(d)))
+			return append(buf, d...)
 		})
+	}
+	if n := p.olderN(); n > 0 {
+		// A split head's older chunk first: replay restores it, then adds
+		// the chunk's samples after it (headChunk).
+		chunk(p.side.olderMaxT, func() []byte { return p.side.older })
+		cb.samples += n
+	}
+	if n := p.n(); n > 0 {
+		chunk(p.maxT(), p.bytes)
 		cb.samples += n
 	}
 	if tr.cold != nil && tr.cold.starts != nil {

@@ -3,6 +3,7 @@ package actastore
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -363,4 +364,113 @@ func TestCheckpointRecordsBounded(t *testing.T) {
 	}
 	defer s.Close()
 	checkCkptState(t, "after a crash", readCkptState(t, s), exp)
+}
+
+// TestCheckpointHeadSplit: a head restored from a checkpoint's chunk takes
+// the WAL's newer samples into a chunk after it (headParts.split) and
+// older ones beside it. Reads, resends, the byte count, a checkpoint and a
+// crash of that state, and the first live sample (which recompresses the
+// head whole) keep every sample bit for bit.
+func TestCheckpointHeadSplit(t *testing.T) {
+	dir := t.TempDir()
+	opts := checkpointOptions()
+	opts.OutOfOrderWindow = 24 * time.Hour
+	opts.Logger = quiet
+	s := openT(t, dir, opts)
+	lset := labels.FromStrings("__name__", "split")
+	t0 := int64(1_700_000_000_000)
+	smp := func(i int) Sample { return Sample{T: t0 + int64(i)*15000, V: float64(i) * 1.5} }
+	var all []Sample
+	for i := range 150 {
+		all = append(all, smp(i))
+	}
+	all[7].V, all[120].V = staleNaN, math.Float64frombits(0x7ff8000000000bad)
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: all[:100]}})
+	if err := s.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	ooo := Sample{T: all[50].T + 1, V: -3} // older than the checkpoint's chunk
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: all[100:125]}})
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{ooo}}})
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: all[125:]}})
+	w := want{}
+	w.add(lset, all[:51]...)
+	w.add(lset, ooo)
+	w.add(lset, all[51:]...)
+	s.abandon() // kill -9
+
+	// checkSplit checks the head's parts and that the store counts what it
+	// holds.
+	checkSplit := func(what string, s *Store, olderN, n, side int) {
+		t.Helper()
+		ms := seriesOf(s, lset)
+		ms.mu.Lock()
+		h := &ms.floats.head
+		p := h.p
+		gotOlder, gotN, gotSide, restored := p.olderN(), p.n(), len(p.ss()), p.restored()
+		bytes := h.bytes(floats)
+		mint, maxt, _ := h.bounds(floats)
+		ms.mu.Unlock()
+		if gotOlder != olderN || gotN != n || gotSide != side || restored != (olderN > 0) {
+			t.Fatalf("%s: head holds %d older, %d chunk and %d side samples (restored %v), want %d, %d, %d",
+				what, gotOlder, gotN, gotSide, restored, olderN, n, side)
+		}
+		if mint != all[0].T || maxt != all[len(all)-1].T {
+			t.Fatalf("%s: head bounds [%d, %d], want [%d, %d]", what, mint, maxt, all[0].T, all[len(all)-1].T)
+		}
+		if st := s.Stats(); st.HeadBytes != bytes || st.HeadSamples != int64(len(all)+1) {
+			t.Fatalf("%s: store counts %d head samples in %d bytes, the head holds %d in %d", what, st.HeadSamples, st.HeadBytes, len(all)+1, bytes)
+		}
+		checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+		// A range across older and the chunk, starting and ending between
+		// samples.
+		part := want{}
+		part.add(lset, all[90:110]...)
+		checkWant(t, selectAll(t, s, all[89].T+1, all[110].T-1), part)
+	}
+
+	s = openT(t, dir, opts)
+	checkSplit("after the replay", s, 100, 50, 1)
+	// Resends of a sample in older, in the chunk and beside are dropped
+	// as duplicates; another value at older's timestamp is refused. The
+	// head stays split.
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{all[7], all[120], ooo}}})
+	res, err := s.Append(ctx, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: all[3].T, V: 99}}}})
+	if err != nil || res.SamplesRejected != 1 || len(res.Errors) != 1 || !errors.Is(res.Errors[0], ErrDuplicateSample) {
+		t.Fatalf("another value at a timestamp of older: %+v, %v", res, err)
+	}
+	checkSplit("after resends", s, 100, 50, 1)
+
+	// A checkpoint of the split head (older and the chunk, each a chunk of
+	// it), then a crash.
+	if err := s.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	s.abandon()
+	s = openT(t, dir, opts)
+	checkSplit("after a checkpoint of the split head", s, 100, 50, 1)
+
+	// The first live sample compresses the head whole.
+	live := Sample{T: all[len(all)-1].T + 15000, V: 4}
+	all = append(all, live)
+	w.add(lset, live)
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{live}}})
+	ms := seriesOf(s, lset)
+	ms.mu.Lock()
+	p, bytes := ms.floats.head.p, ms.floats.head.bytes(floats)
+	ms.mu.Unlock()
+	if p.restored() || p.olderN() != 0 || p.n() != len(all)+1 || len(p.ss()) != 0 {
+		t.Fatalf("after a live sample: restored %v, %d older, %d chunk and %d side samples", p.restored(), p.olderN(), p.n(), len(p.ss()))
+	}
+	if st := s.Stats(); st.HeadBytes != bytes {
+		t.Fatalf("after a live sample the store counts %d head bytes, the head holds %d", st.HeadBytes, bytes)
+	}
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

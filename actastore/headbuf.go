@@ -45,12 +45,23 @@ type headParts[S any] struct {
 // headSide is the part of a head that samples arriving in order, into a
 // chunk of their own, never need.
 type headSide[S any] struct {
-	// frozen is set while chunk is a WAL checkpoint's (frozenChunks):
-	// read only, until the next sample recompresses the head.
+	// frozen is set while the head holds a WAL checkpoint's chunk
+	// (frozenChunks): chunk itself, read only, or older. The first sample
+	// after the restart recompresses the head.
 	frozen *frozenChunks
+	// older is the checkpoint's chunk once the WAL replay has added
+	// samples newer than it (headParts.split): it keeps the head's oldest
+	// samples, read only, and chunk takes the replayed ones in order, at
+	// 1-2 bytes a sample instead of 16 beside it. olderMaxT is its newest
+	// timestamp (ms), olderN its sample count (kept here, by ss: reading
+	// the header is a cache miss, and len reads the count often).
+	older     []byte
+	olderMaxT int64
+	olderN    int
 	// ss holds the samples not in chunk, sorted by timestamp: those older
-	// than chunk's newest, those beyond its capacity, those the WAL replay
-	// left uncompressed, and every sample of a kind without a chunk.
+	// than chunk's newest, those beyond its capacity, a checkpoint's that
+	// its chunk follows (until the next sample), and every sample of a kind
+	// without a chunk.
 	ss []S
 }
 
@@ -99,23 +110,51 @@ const (
 // that the heads restored from its chunks alias, one value shared by all
 // of them (headSide.frozen); the mapping is unmapped once no head holds
 // it. Such a chunk is readable, but cannot be appended to (the bit
-// position in its last byte is not in its bytes), so the first sample
-// added after the restart encodes the head afresh (recompress), once, as
-// the replay of single samples leaves their encoding to that sample too
-// (headBuf.addNew, lazy).
+// position in its last byte is not in its bytes): the replay adds the
+// WAL's newer samples in a chunk after it (headParts.split), and the first
+// sample added after the restart encodes the head afresh (recompress),
+// once (headBuf.addNew).
 type frozenChunks struct {
 	m *wal.Mapping
 }
 
 // isFrozen reports whether p's chunk was restored from a checkpoint and
 // not appended to since.
-func (p *headParts[S]) isFrozen() bool { return p.side != nil && p.side.frozen != nil }
+func (p *headParts[S]) isFrozen() bool { return p.restored() && p.side.older == nil }
+
+// restored reports whether p holds a checkpoint's chunk, as its chunk
+// (isFrozen) or beside it (older).
+func (p *headParts[S]) restored() bool { return p != nil && p.side != nil && p.side.frozen != nil }
+
+// split makes the frozen chunk older and starts a chunk after it; it
+// returns how the head's bytes changed.
+func (p *headParts[S]) split() int64 {
+	before := p.chunkBytes()
+	p.side.older, p.side.olderMaxT, p.side.olderN = p.chunk.Chunk(), p.chunk.LastT(), p.chunk.NumSamples()
+	p.chunk.Start(make([]byte, 0, xorHeadInitCap))
+	return p.chunkBytes() - before
+}
+
+// olderN is the number of samples in older.
+func (p *headParts[S]) olderN() int {
+	if p == nil || p.side == nil {
+		return 0
+	}
+	return p.side.olderN
+}
+
+// olderIterator reads older (olderN > 0).
+func (p *headParts[S]) olderIterator() chunkenc.Iterator {
+	var c chunkenc.XORChunk
+	c.Reset(p.side.older)
+	return c.Iterator(nil)
+}
 
 // startChunk gives p an empty chunk.
 func (p *headParts[S]) startChunk() {
 	p.chunk.Start(make([]byte, 0, xorHeadInitCap))
 	if p.side != nil {
-		p.side.frozen = nil
+		p.side.frozen, p.side.older, p.side.olderN = nil, nil, 0
 		p.setSS(p.side.ss)
 	}
 }
@@ -152,20 +191,35 @@ func (p *headParts[S]) iterator() chunkenc.Iterator {
 	return c.Iterator(nil)
 }
 
-// chunkBytes is what the chunk costs (with the parts it needs).
+// chunkBytes is what the chunk costs (with the parts it needs), older
+// included.
 func (p *headParts[S]) chunkBytes() int64 {
 	if !p.hasChunk() {
 		return 0
 	}
-	return xorHeadFixed + int64(p.chunk.Cap())
+	return xorHeadFixed + int64(p.chunk.Cap()) + int64(len(p.side.olderBytes()))
 }
 
-// decodeHeadXOR appends the chunk's samples in [mint, maxt] to dst.
+// olderBytes is older (s may be nil).
+func (s *headSide[S]) olderBytes() []byte {
+	if s == nil {
+		return nil
+	}
+	return s.older
+}
+
+// decodeHeadXOR appends the samples of older and the chunk in [mint,
+// maxt] to dst, in timestamp order (older's are older).
 func decodeHeadXOR[S any](k kind[S], dst []S, p *headParts[S], mint, maxt int64) []S {
 	if p.n() == 0 || p.maxT() < mint {
 		return dst
 	}
-	dst, _ = appendXOR(k, dst, p.iterator(), mint, maxt) // a chunk being appended to cannot be corrupt
+	// Neither can be corrupt: the chunk is being appended to, and the
+	// checkpoint record holding older passed its checksum.
+	if p.olderN() > 0 && p.side.olderMaxT >= mint {
+		dst, _ = appendXOR(k, dst, p.olderIterator(), mint, maxt)
+	}
+	dst, _ = appendXOR(k, dst, p.iterator(), mint, maxt)
 	return dst
 }
 
@@ -179,7 +233,7 @@ func (h *headBuf[S]) len() int {
 	if h.p == nil {
 		return 0
 	}
-	return len(h.p.ss()) + h.p.n()
+	return len(h.p.ss()) + h.p.n() + h.p.olderN()
 }
 
 // bytes is what the head costs in memory (headState.bytes): the compressed
@@ -204,6 +258,9 @@ func (h *headBuf[S]) bounds(k kind[S]) (mint, maxt int64, ok bool) {
 	}
 	if p := h.p; p.n() > 0 {
 		it := p.iterator()
+		if p.olderN() > 0 {
+			it = p.olderIterator()
+		}
 		it.Next()
 		mint, maxt = min(mint, it.AtT()), max(maxt, p.maxT())
 	}
@@ -236,6 +293,9 @@ func (h *headBuf[S]) find(k kind[S], t int64) (S, bool) {
 	}
 	if p.n() > 0 && t <= p.maxT() {
 		it := p.iterator()
+		if p.olderN() > 0 && t <= p.side.olderMaxT {
+			it = p.olderIterator()
+		}
 		if it.Seek(t) == chunkenc.ValFloat {
 			if st, v := it.At(); st == t {
 				return k.fromXOR(st, v), true
@@ -282,41 +342,56 @@ func (h *headBuf[S]) add(k kind[S], smp S) (bool, int64) {
 // how the head's bytes changed: into the chunk when it is newer than
 // everything held (and the chunk has room), beside it otherwise; a kind
 // with a chunk starts one with its first sample (80 fixed bytes and a
-// 24-byte stream: less than side samples and the side part), unless lazy:
-// the WAL replay leaves that to the first sample after it, so a restart
-// does not wait for every replayed head's encoding (the side slice holds
-// them in order meanwhile, counted at kind.size).
+// 24-byte stream: less than side samples and the side part).
+//
+// lazy is the WAL replay's, for what it must not encode: a checkpoint's
+// samples that its chunk for the head follows (headChunk) go beside, and
+// a head holding a checkpoint's chunk keeps it as restored, taking the
+// samples newer than it into a chunk after it (split), older ones
+// beside. Out of replay, such a head is recompressed whole by its first
+// sample.
 func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 	if h.p == nil {
 		h.p = &headParts[S]{}
 	}
+	p, t := h.p, k.ts(smp)
 	var b int64
 	switch {
-	case lazy && h.p.isFrozen():
-		// A checkpoint's chunk stays as restored while the WAL after it
-		// replays: its samples go beside it.
-		return b + h.p.addSide(k, smp)
-	case !k.xorHead() || lazy:
-	case h.p.isFrozen(), !h.p.hasChunk() && len(h.p.ss()) > 0:
-		b = h.recompress(k) // a frozen or replayed head is compressed with its side samples
-	case !h.p.hasChunk():
-		h.p.startChunk()
+	case !k.xorHead():
+		return p.addSide(k, smp)
+	case lazy && !p.restored():
+		return p.addSide(k, smp)
+	case lazy:
+		if !p.newest(k, t) {
+			return p.addSide(k, smp)
+		}
+		if p.isFrozen() {
+			b = p.split()
+		}
+	case p.restored(), !p.hasChunk() && len(p.ss()) > 0:
+		b = h.recompress(k) // a restored or replayed head is compressed with its side samples
+		p = h.p
+	case !p.hasChunk():
+		p.startChunk()
 	}
-	p, t := h.p, k.ts(smp)
-	// The chunk takes smp when it is started (Cap: a chunk just started
-	// holds no sample yet; a frozen one went beside or was recompressed
-	// above), has room, and smp is newer than everything in the head.
-	if ss := p.ss(); k.xorHead() && p.chunk.Cap() > 0 && p.n() < xorHeadMaxSamples &&
-		(p.n() == 0 || t > p.maxT()) && (len(ss) == 0 || t > k.ts(ss[len(ss)-1])) {
+	// The chunk takes smp when it has room and smp is newer than
+	// everything in the head.
+	if p.n() < xorHeadMaxSamples && p.newest(k, t) {
 		before := p.chunkBytes()
 		p.appendXOR(k, smp)
 		return b + p.chunkBytes() - before
 	}
 	b += p.addSide(k, smp)
-	if k.xorHead() && p.hasChunk() && p.n() < xorHeadMaxSamples && len(p.ss()) >= xorHeadMaxSide {
+	if !lazy && p.hasChunk() && p.n() < xorHeadMaxSamples && len(p.ss()) >= xorHeadMaxSide {
 		b += h.recompress(k)
 	}
 	return b
+}
+
+// newest reports whether t is newer than every sample p holds.
+func (p *headParts[S]) newest(k kind[S], t int64) bool {
+	ss := p.ss()
+	return (p.n() == 0 || t > p.maxT()) && (len(ss) == 0 || t > k.ts(ss[len(ss)-1]))
 }
 
 // addSide inserts smp into the side samples and returns its bytes.
@@ -334,13 +409,14 @@ func (p *headParts[S]) addSide(k kind[S], smp S) int64 {
 
 // addNewer stores ss, strictly increasing and newer than everything the
 // head holds, as addNew would one by one; a head that stays a slice (a
-// kind without a chunk, or the replay's) takes them in one append.
+// kind without a chunk, or a checkpoint's samples the replay puts beside
+// its chunk) takes them in one append.
 func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
 	if h.p == nil {
 		h.p = &headParts[S]{}
 	}
 	var b int64
-	if p := h.p; (!p.hasChunk() || (lazy && p.isFrozen())) && (lazy || !k.xorHead()) {
+	if p := h.p; !k.xorHead() || (lazy && !p.restored()) {
 		p.setSS(append(p.ss(), ss...))
 		for _, s := range ss {
 			b += k.size(s)

@@ -157,16 +157,16 @@ func (s *Store) replayWAL() error {
 	rp := replayer{s: s, nowNs: s.now().UnixNano(), total: segmentBytes(dir) + ckptBytes, base: ckptBytes}
 	pipe := newReplayPipe(&rp) // replay_pipeline.go
 	var seen int64
-	add := func(seg int, p []byte) error {
+	add := func(seg int, p []byte, ckpt bool) error {
 		seen += int64(len(p))
-		return pipe.add(seg, p, seen)
+		return pipe.add(seg, p, seen, ckpt)
 	}
 	var st wal.ReplayStats
 	release := func() {}
 	if ckpt >= 0 {
 		rp.frozen, err = mapCheckpoint(dir, ckpt) // checkpoint_replay.go
 		if err == nil {
-			err = readCheckpoint(rp.frozen.m, dir, ckpt, func(p []byte) error { return add(ckpt, p) })
+			err = readCheckpoint(rp.frozen.m, dir, ckpt, func(p []byte) error { return add(ckpt, p, true) })
 		}
 	}
 	if err == nil {
@@ -174,7 +174,7 @@ func (s *Store) replayWAL() error {
 			if checkpointOnly(p[0]) {
 				return fmt.Errorf("%w: checkpoint record (type %d) in WAL segment %08d", errRecord, p[0], seg)
 			}
-			return add(seg, p)
+			return add(seg, p, false)
 		})
 	}
 	if perr := pipe.close(); err == nil {
@@ -240,8 +240,10 @@ type replayer struct {
 	// size, checkpoint included: how far through it the replay is
 	// (growForReplay); base is the checkpoint's part.
 	seen, total, base int64
-	hints             [numKinds]seriesHint // replay_pipeline.go
-	lookups           int                  // registry lookups of sample records' series (hint misses)
+	// ckpt: the record being applied is a checkpoint's (replaySamples).
+	ckpt    bool
+	hints   [numKinds]seriesHint // replay_pipeline.go
+	lookups int                  // registry lookups of sample records' series (hint misses)
 	// What a record's series added to the heads, counted here and added
 	// to the store's atomic counters once a record (flushCounts): an
 	// atomic add per series was a tenth of the applying stage.
@@ -278,25 +280,40 @@ func segmentBytes(dir string) int64 {
 // growForReplay makes room in a replayed head for what the rest of the WAL
 // will likely add to it: commits interleave series through the WAL, so a
 // series holding n samples after a fraction f of it ends with about n/f.
-// Growing to that once instead of doubling saves the copies and page
-// clearing that were most of a restart's time (BenchmarkReplayFullHead);
-// at most 8x at a time, so a series seen only early in the WAL reserves
-// little more than doubling would.
-//
-// A head restored from a checkpoint's chunk (frozenChunks) takes the WAL's
-// samples beside it, so its side grows the same way; seen and total then
-// count the WAL after the checkpoint only.
-func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int64) {
-	if p := tr.head.p; p.n() > 0 && !p.isFrozen() {
-		return // a compressed head grows its chunk by append's doubling
+// Growing to that once instead of doubling saves the copies and the
+// clearing of fresh pages that were most of a restart's time
+// (BenchmarkReplayFullHead; on a VM a fresh page costs microseconds); at
+// most 8x at a time, so a series seen only early in the WAL reserves
+// little more than doubling would. A chunk reserves bytes at its bytes a
+// sample so far; a kind without a chunk reserves side samples. A
+// checkpoint's chunk (frozenChunks) reserves nothing: the samples after
+// it start a chunk of their own (headParts.split), which then grows.
+// seen and total count the WAL after the checkpoint. It returns how the
+// head's bytes changed (a chunk is counted as allocated).
+func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int64) int64 {
+	if seen <= 0 || total <= seen {
+		return 0
 	}
-	need := len(tr.head.side()) + incoming
-	if need <= cap(tr.head.side()) || seen <= 0 || total <= seen {
-		return
+	estimate := func(need int) int {
+		want := int(float64(need) * float64(total) / float64(seen) * 1.02)
+		return min(max(want, need), 8*need)
 	}
-	want := int(float64(need) * float64(total) / float64(seen) * 1.02)
-	want = min(max(want, need), 8*need)
-	tr.head.growSide(want - len(tr.head.side()))
+	p := tr.head.p
+	if !k.xorHead() {
+		if need := len(tr.head.side()) + incoming; need > cap(tr.head.side()) {
+			tr.head.growSide(estimate(need) - len(tr.head.side()))
+		}
+		return 0 // side samples count by kind.size, not capacity
+	}
+	if n := p.n(); n > 0 && !p.isFrozen() {
+		perSample := float64(p.chunk.Len()) / float64(n)
+		if grow := int(float64(estimate(n+incoming)-n) * perSample); grow > p.chunk.Cap()-p.chunk.Len() {
+			before := p.chunk.Cap()
+			p.chunk.Grow(grow)
+			return int64(p.chunk.Cap() - before)
+		}
+	}
+	return 0
 }
 
 func (rp *replayer) define(r seriesRec, seg int) error {
@@ -332,12 +349,17 @@ func (rp *replayer) series(ref uint64, seg int32, what func() string) (*memSerie
 }
 
 // replaySamples puts one series' samples of a record into its head; the
-// caller adds the counts to the store (flushCounts).
+// caller adds the counts to the store (flushCounts). The WAL's samples
+// are encoded as commits encode them, but for what headBuf.addNew leaves
+// to the replay (lazy): a checkpoint's samples, and those of a head
+// restored from a checkpoint's chunk.
 func replaySamples[S any](rp *replayer, k kind[S], ms *memSeries, seg int32, smps []S) {
 	tr := k.track(ms, true)
 	idle := !ms.hasHeadLocked()
-	growForReplay(k, tr, len(smps), rp.seen-rp.base, rp.total-rp.base)
-	n, b := insertAll(k, tr, smps, seg, rp.nowNs, true)
+	lazy := rp.ckpt || tr.head.p.restored()
+	grown := growForReplay(k, tr, len(smps), rp.seen-rp.base, rp.total-rp.base)
+	n, b := insertAll(k, tr, smps, seg, rp.nowNs, lazy)
+	b += grown
 	if idle && ms.hasHeadLocked() {
 		rp.headSeries++
 	}
