@@ -389,14 +389,20 @@ func TestCheckpointHeadSplit(t *testing.T) {
 	if err := s.checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	ooo := Sample{T: all[50].T + 1, V: -3} // older than the checkpoint's chunk
+	// Beside the chunks: one older than the checkpoint's, one between two
+	// samples of the WAL's (a checkpoint writes it before the chunks).
+	ooo, ooo2 := Sample{T: all[50].T + 1, V: -3}, Sample{T: all[140].T + 1, V: -4}
 	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: all[100:125]}})
 	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{ooo}}})
 	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: all[125:]}})
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{ooo2}}})
 	w := want{}
 	w.add(lset, all[:51]...)
 	w.add(lset, ooo)
-	w.add(lset, all[51:]...)
+	w.add(lset, all[51:141]...)
+	w.add(lset, ooo2)
+	w.add(lset, all[141:]...)
+	const beside = 2
 	s.abandon() // kill -9
 
 	// checkSplit checks the head's parts and that the store counts what it
@@ -418,8 +424,8 @@ func TestCheckpointHeadSplit(t *testing.T) {
 		if mint != all[0].T || maxt != all[len(all)-1].T {
 			t.Fatalf("%s: head bounds [%d, %d], want [%d, %d]", what, mint, maxt, all[0].T, all[len(all)-1].T)
 		}
-		if st := s.Stats(); st.HeadBytes != bytes || st.HeadSamples != int64(len(all)+1) {
-			t.Fatalf("%s: store counts %d head samples in %d bytes, the head holds %d in %d", what, st.HeadSamples, st.HeadBytes, len(all)+1, bytes)
+		if st := s.Stats(); st.HeadBytes != bytes || st.HeadSamples != int64(len(all)+beside) {
+			t.Fatalf("%s: store counts %d head samples in %d bytes, the head holds %d in %d", what, st.HeadSamples, st.HeadBytes, len(all)+beside, bytes)
 		}
 		checkWant(t, selectAll(t, s, math.MinInt64, math.MaxInt64), w)
 		// A range across older and the chunk, starting and ending between
@@ -430,25 +436,26 @@ func TestCheckpointHeadSplit(t *testing.T) {
 	}
 
 	s = openT(t, dir, opts)
-	checkSplit("after the replay", s, 100, 50, 1)
+	checkSplit("after the replay", s, 100, 50, beside)
 	// Resends of a sample in older, in the chunk and beside are dropped
 	// as duplicates; another value at older's timestamp is refused. The
 	// head stays split.
-	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{all[7], all[120], ooo}}})
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{all[7], all[120], ooo, ooo2}}})
 	res, err := s.Append(ctx, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: all[3].T, V: 99}}}})
 	if err != nil || res.SamplesRejected != 1 || len(res.Errors) != 1 || !errors.Is(res.Errors[0], ErrDuplicateSample) {
 		t.Fatalf("another value at a timestamp of older: %+v, %v", res, err)
 	}
-	checkSplit("after resends", s, 100, 50, 1)
+	checkSplit("after resends", s, 100, 50, beside)
 
 	// A checkpoint of the split head (older and the chunk, each a chunk of
-	// it), then a crash.
+	// it, after the side samples), then a crash: the chunk is a chunk
+	// again though ooo2 is newer than part of it.
 	if err := s.checkpoint(); err != nil {
 		t.Fatal(err)
 	}
 	s.abandon()
 	s = openT(t, dir, opts)
-	checkSplit("after a checkpoint of the split head", s, 100, 50, 1)
+	checkSplit("after a checkpoint of the split head", s, 100, 50, beside)
 
 	// The first live sample compresses the head whole.
 	live := Sample{T: all[len(all)-1].T + 15000, V: 4}
@@ -459,7 +466,7 @@ func TestCheckpointHeadSplit(t *testing.T) {
 	ms.mu.Lock()
 	p, bytes := ms.floats.head.p, ms.floats.head.bytes(floats)
 	ms.mu.Unlock()
-	if p.restored() || p.olderN() != 0 || p.n() != len(all)+1 || len(p.ss()) != 0 {
+	if p.restored() || p.olderN() != 0 || p.n() != len(all)+beside || len(p.ss()) != 0 {
 		t.Fatalf("after a live sample: restored %v, %d older, %d chunk and %d side samples", p.restored(), p.olderN(), p.n(), len(p.ss()))
 	}
 	if st := s.Stats(); st.HeadBytes != bytes {

@@ -173,8 +173,9 @@ func chunkSamples[S any](k kind[S], dst []S, data []byte) ([]S, error) {
 
 // headChunk restores a head from a checkpoint's chunk: into a head without
 // a chunk the chunk itself (frozen until the next sample: headbuf.go
-// frozenChunks), not decoded (the record's checksum covers it); else its
-// samples one by one.
+// frozenChunks), not decoded (the record's checksum covers it); into one
+// holding such a chunk only, with samples all newer, a chunk after it
+// (headBuf.splitWith); else its samples one by one.
 func (rp *replayer) headChunk(seg int32, ref uint64, maxT int64, data []byte) error {
 	ms, err := rp.series(ref, seg, func() string { return "head chunk" })
 	if ms == nil || err != nil {
@@ -203,7 +204,15 @@ func (rp *replayer) headChunk(seg int32, ref uint64, maxT int64, data []byte) er
 		if err != nil {
 			return fmt.Errorf("series %016x: %w", ref, err)
 		}
-		n, b = insertAll(floats, tr, ss, seg, rp.nowNs, true)
+		var split bool
+		if b, split = tr.head.splitWith(floats, ss); split {
+			// A split head's chunk after its older one (checkpointTrack):
+			// a chunk again, whatever the side samples before them hold.
+			n = len(ss)
+			tr.maxT = max(tr.maxT, ss[n-1].T)
+		} else {
+			n, b = insertAll(floats, tr, ss, seg, rp.nowNs, true)
+		}
 	}
 	if idle && ms.hasHeadLocked() {
 		rp.headSeries++

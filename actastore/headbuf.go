@@ -388,6 +388,26 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 	return b
 }
 
+// splitWith makes the frozen chunk older and ss, strictly increasing, all
+// newer than it and at most a chunk's worth, the chunk after it; it
+// returns how the head's bytes changed, and false (having done nothing)
+// when the head is not frozen or ss does not fit. Side samples may be
+// newer than some of ss: reads merge them (inRange). For a split head's
+// second checkpoint entry, whose samples addNew would put beside such side
+// samples one by one, uncompressed.
+func (h *headBuf[S]) splitWith(k kind[S], ss []S) (int64, bool) {
+	p := h.p
+	if !p.isFrozen() || len(ss) == 0 || len(ss) > xorHeadMaxSamples || k.ts(ss[0]) <= p.maxT() {
+		return 0, false
+	}
+	b := p.split()
+	before := p.chunkBytes()
+	for _, s := range ss {
+		p.appendXOR(k, s)
+	}
+	return b + p.chunkBytes() - before, true
+}
+
 // newest reports whether t is newer than every sample p holds.
 func (p *headParts[S]) newest(k kind[S], t int64) bool {
 	ss := p.ss()
@@ -483,7 +503,8 @@ func (h *headBuf[S]) take(k kind[S]) []S {
 	case !p.hasChunk():
 		return p.ss() // already sorted; no copy
 	}
-	return (&headBuf[S]{p}).all(k, make([]S, 0, len(p.ss())+p.n()))
+	h2 := &headBuf[S]{p}
+	return h2.all(k, make([]S, 0, h2.len()))
 }
 
 // deleteFunc drops the samples del reports, returning how many and how

@@ -305,9 +305,12 @@ func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int
 		}
 		return 0 // side samples count by kind.size, not capacity
 	}
-	if n := p.n(); n > 0 && !p.isFrozen() {
+	// From 16 samples on: before, the first sample's 10-16 bytes make the
+	// bytes a sample look several times what they will be.
+	if n := p.n(); n >= 16 && !p.isFrozen() {
 		perSample := float64(p.chunk.Len()) / float64(n)
-		if grow := int(float64(estimate(n+incoming)-n) * perSample); grow > p.chunk.Cap()-p.chunk.Len() {
+		want := min(estimate(n+incoming), xorHeadMaxSamples)
+		if grow := int(float64(want-n) * perSample); grow > p.chunk.Cap()-p.chunk.Len() {
 			before := p.chunk.Cap()
 			p.chunk.Grow(grow)
 			return int64(p.chunk.Cap() - before)
