@@ -1,6 +1,7 @@
 package actastore
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -14,12 +15,30 @@ import (
 // not all in cache, as in make bench. The WAL is fsynced every second
 // (SyncInterval), so the figures are the commit's CPU work, not the disk's
 // latency; cpu-ns/sample is the process's CPU time per sample.
-func BenchmarkCommitKnownSeries(b *testing.B) {
-	const (
-		series = 10_000
-		batch  = 2_000
-	)
-	ls := benchLabels(series)
+func BenchmarkCommitKnownSeries(b *testing.B) { benchCommitKnown(b, benchLabels(10_000)) }
+
+// BenchmarkCommitKnownTargets is BenchmarkCommitKnownSeries with the
+// series of 40 scrape targets of 250 series each, so labels repeat across
+// series as they do in a Prometheus's remote write (benchLabels gives
+// every series an instance of its own).
+func BenchmarkCommitKnownTargets(b *testing.B) { benchCommitKnown(b, benchTargetLabels(10_000)) }
+
+// benchTargetLabels: n series of targets of 250 series each, node_exporter
+// shaped (a metric name, a cpu and a mode, the target's instance and job).
+func benchTargetLabels(n int) []labels.Labels {
+	modes := []string{"idle", "iowait", "irq", "nice", "softirq", "steal", "system", "user"}
+	ls := make([]labels.Labels, n)
+	for i := range ls {
+		target, k := i/250, i%250
+		ls[i] = labels.FromStrings("__name__", fmt.Sprintf("node_metric_%d", k/32), "cpu", fmt.Sprint(k/8%4), "mode", modes[k%8],
+			"instance", fmt.Sprintf("10.16.%d.%d:9100", target/256, target%256), "job", "node")
+	}
+	return ls
+}
+
+func benchCommitKnown(b *testing.B, ls []labels.Labels) {
+	const batch = 2_000
+	series := len(ls)
 	s := openT(b, b.TempDir(), Options{BlockRows: 1 << 20, MaxHeadAge: time.Hour, MaintenanceInterval: -1,
 		WALSync: SyncInterval, WALSyncInterval: time.Second})
 	defer s.abandon()

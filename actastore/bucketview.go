@@ -254,8 +254,8 @@ func (v *BucketView) rebuild(states map[string]*bucket.State, h bucket.Horizon) 
 				slices.SortFunc(vs.sources[i].files[k], func(a, b bucket.File) int { return cmp.Compare(a.Start, b.Start) })
 			}
 		}
-		ms := newMemSeries(0, vs.lset, 0)
-		ix.add(ms)
+		ms := newMemSeries(0, 0)
+		ix.add(ms, vs.lset)
 		series[ms.id] = vs
 	}
 	v.mu.Lock()

@@ -70,12 +70,21 @@ func (c *catalog) add(n int, rec func(i int) seriesRec) error {
 		return nil
 	}
 	batch := make([]seriesRec, 0, min(n, catalogAppendSeries))
+	// One builder for every batch: Append has written the records when it
+	// returns (a new one each batch was 4 MB of garbage per 8,192 series,
+	// 0.5 GB for a million new series at one checkpoint).
+	var rb recordBuilder
+	var recs [][]byte
 	for lo := 0; lo < n; lo += catalogAppendSeries {
 		batch = batch[:0]
 		for i := lo; i < min(lo+catalogAppendSeries, n); i++ {
 			batch = append(batch, rec(i))
 		}
-		if _, err := c.log.Append(appendSeriesRecords(nil, batch)...); err != nil {
+		rb.reset()
+		rb.addSeries(batch)
+		recs = rb.records(recs[:0])
+		clear(batch) // the labels: garbage once encoded
+		if _, err := c.log.Append(recs...); err != nil {
 			return fmt.Errorf("append %d series to catalog: %w", len(batch), err)
 		}
 	}
@@ -117,18 +126,18 @@ func (c *catalog) close() error { return c.log.Close() }
 // Open rewrites the catalog into a single segment.
 const catalogCompactSegments = 8
 
-// compact rewrites every series into the current segment, syncs it, and
+// compact rewrites every series (n, rec as for add) into the current segment, syncs it, and
 // deletes the older segments. A crash in between leaves both copies, which
 // load to the same series.
 //
 // dels (removed series) are written again after all: the WAL may still
 // hold definitions of theirs, which replay must keep skipping.
-func (c *catalog) compact(all []seriesRec, dels []deletedRec) error {
+func (c *catalog) compact(n int, rec func(i int) seriesRec, dels []deletedRec) error {
 	segs, err := wal.Segments(c.dir)
 	if err != nil || len(segs) <= catalogCompactSegments {
 		return err
 	}
-	if err := c.add(len(all), func(i int) seriesRec { return all[i] }); err != nil {
+	if err := c.add(n, rec); err != nil {
 		return fmt.Errorf("compact catalog: %w", err)
 	}
 	if err := c.remove(dels); err != nil {

@@ -192,7 +192,7 @@ func TestCheckpointRestoresHeads(t *testing.T) {
 	}
 	for _, ms := range s.reg.live() {
 		if p := ms.floats.head.p; p == nil || p.isFrozen() || p.n() < 100 {
-			t.Fatalf("series %s: head not re-encoded in a chunk after new samples", ms.lset)
+			t.Fatalf("series %s: head not re-encoded in a chunk after new samples", s.reg.ix.labels(nil, ms))
 		}
 	}
 	s.abandon()
@@ -584,7 +584,7 @@ func TestCheckpointCopiesHeadsAtTheCut(t *testing.T) {
 	for ref, w := range r.walData[checkpointKey] {
 		smps := slices.Clone(w.floats)
 		slices.SortFunc(smps, func(a, b Sample) int { return cmpInt64(a.T, b.T) })
-		inCkpt[r.byRef[ref].lset.String()] = smps
+		inCkpt[r.ix.labels(nil, r.byRef[ref]).String()] = smps
 	}
 	checkWant(t, inCkpt, atCut.floats)
 	s.abandon()

@@ -256,13 +256,14 @@ func (t *txn) addSeries(d *SeriesData, known *memSeries) {
 			// changing is taken as not holding the rest).
 			if !ms.walLogged && !ms.removed && (len(t.floats) > ts.f0 || len(t.hists) > ts.h0 || len(d.Exemplars) > 0) {
 				if !t.isLogged(ms) {
-					t.defs = append(t.defs, seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset})
+					t.defs = append(t.defs, seriesRec{Ref: ms.ref, Created: ms.created}) // Labels: records
 					t.logged = append(t.logged, ms)
 				}
 			}
 			ms.mu.Unlock()
-			verdicts(t, floats, ms, d.Samples, fv, &t.res.Samples)
-			verdicts(t, histograms, ms, d.Histograms, hv, &t.res.Histograms)
+			name := seriesName{r: t.s.reg, ms: ms}
+			verdicts(t, floats, name, d.Samples, fv, &t.res.Samples)
+			verdicts(t, histograms, name, d.Histograms, hv, &t.res.Histograms)
 			break
 		}
 		ms.mu.Unlock()
@@ -321,14 +322,14 @@ func (t *txn) rejectUnstorable(d *SeriesData) {
 	if lset.IsEmpty() && len(d.LabelPairs) > 0 {
 		lset, _ = labelsFromPairs(&t.rs.sb, d.LabelPairs)
 	}
-	ms := &memSeries{lset: lset} // for the messages only
+	ms := &memSeries{} // no ref: addExemplars only counts
 	var fv, hv []verdictAt
 	nothing := newTrack[Sample]()
 	_, fv, _ = acceptKind(floats, &nothing, d.Samples, nil, nil, t.bounds(), 0)
 	hnothing := newTrack[HistogramSample]()
 	_, hv, _ = acceptKind(histograms, &hnothing, d.Histograms, nil, nil, t.bounds(), 0)
-	verdicts(t, floats, ms, d.Samples, fv, &t.res.Samples)
-	verdicts(t, histograms, ms, d.Histograms, hv, &t.res.Histograms)
+	verdicts(t, floats, seriesName{lset: lset}, d.Samples, fv, &t.res.Samples)
+	verdicts(t, histograms, seriesName{lset: lset}, d.Histograms, hv, &t.res.Histograms)
 	t.addExemplars(ms, d.Exemplars)
 }
 
@@ -431,8 +432,23 @@ func withinBatch[S any](k kind[S], ok []S, smp S) sampleVerdict {
 	return verdictAccept
 }
 
+// seriesName names a series in a rejection message: a stored series'
+// labels (ms, in r) are built only when a message is, never under ms.mu.
+type seriesName struct {
+	r    *registry
+	ms   *memSeries
+	lset labels.Labels // when ms is nil
+}
+
+func (n seriesName) String() string {
+	if n.ms != nil {
+		return n.r.labels(nil, n.ms).String()
+	}
+	return n.lset.String()
+}
+
 // verdicts counts and describes the rejected samples of one series.
-func verdicts[S any](t *txn, k kind[S], ms *memSeries, in []S, vs []verdictAt, c *Counts) {
+func verdicts[S any](t *txn, k kind[S], ms seriesName, in []S, vs []verdictAt, c *Counts) {
 	what := "sample"
 	if k.id() == kindHistogram {
 		what = "histogram"
@@ -443,26 +459,26 @@ func verdicts[S any](t *txn, k kind[S], ms *memSeries, in []S, vs []verdictAt, c
 		case verdictDuplicate:
 			t.dups[k.id()]++
 		case verdictConflict:
-			t.res.reject(c, 1, ReasonDuplicate, fmt.Errorf("%w: series %s %s at %d differs from the one stored", ErrDuplicateSample, ms.lset, what, ts))
+			t.res.reject(c, 1, ReasonDuplicate, fmt.Errorf("%w: series %s %s at %d differs from the one stored", ErrDuplicateSample, ms, what, ts))
 		case verdictTooOld:
 			t.res.reject(c, 1, ReasonOutOfOrder, fmt.Errorf("%w: series %s %s at %d is more than %s behind its newest sample %d",
-				ErrOutOfOrder, ms.lset, what, ts, t.s.opts.OutOfOrderWindow, v.newest))
+				ErrOutOfOrder, ms, what, ts, t.s.opts.OutOfOrderWindow, v.newest))
 		case verdictOutOfBounds:
 			t.res.reject(c, 1, ReasonOutOfBounds, t.boundsErr(ms, what, ts))
 		case verdictInvalid:
-			t.res.reject(c, 1, ReasonInvalidHistogram, fmt.Errorf("%w: series %s at %d: %v", ErrInvalidHistogram, ms.lset, ts, v.err))
+			t.res.reject(c, 1, ReasonInvalidHistogram, fmt.Errorf("%w: series %s at %d: %v", ErrInvalidHistogram, ms, ts, v.err))
 		}
 	}
 }
 
-func (t *txn) boundsErr(ms *memSeries, what string, ts int64) error {
+func (t *txn) boundsErr(ms seriesName, what string, ts int64) error {
 	b := t.bounds()
 	if ts > b.max {
 		return fmt.Errorf("%w: series %s %s at %d is more than %s ahead of the server's clock (%d)",
-			ErrOutOfBounds, ms.lset, what, ts, t.s.opts.MaxFuture, t.nowMs)
+			ErrOutOfBounds, ms, what, ts, t.s.opts.MaxFuture, t.nowMs)
 	}
 	return fmt.Errorf("%w: series %s %s at %d is below the oldest timestamp accepted, %d",
-		ErrOutOfBounds, ms.lset, what, ts, b.min)
+		ErrOutOfBounds, ms, what, ts, b.min)
 }
 
 // addExemplars keeps the valid exemplars of a series: labels of at most
@@ -510,6 +526,16 @@ func (t *txn) addMetadata(md []NamedMetadata) {
 // histograms, exemplars, metadata.
 func (t *txn) records() [][]byte {
 	t.rb.reset()
+	if len(t.defs) > 0 {
+		// The labels of new series, read here rather than under their
+		// series' lock: registry.mu comes first (doc.go).
+		r := t.s.reg
+		r.mu.RLock()
+		for i := range t.defs {
+			t.defs[i].Labels = r.ix.labels(&t.rs.sb, t.logged[i])
+		}
+		r.mu.RUnlock()
+	}
 	t.rb.addSeries(t.defs)
 	fs, hs, es := t.fs[:0], t.hs[:0], t.es[:0]
 	for _, ts := range t.series {

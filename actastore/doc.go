@@ -142,7 +142,8 @@
 //     exclusive taker of appendMu either takes truncMu first (which the
 //     deletion holds) or takes no flush lock (Close, abandon), and Commit
 //     takes no flush lock.
-//  5. registry.mu — series maps and the label index.
+//  5. registry.mu — series maps, the label index and its symbols: a
+//     series' labels are read under it (symbols.go), never under 6.
 //  6. memSeries.mu — one series' tracks and exemplars; never two at once.
 //  7. writerCache.mu, then (after releasing it) writerEntry.mu; metaStore.mu,
 //     maintainer.cmu, tier.mu and checkpointCopy.mu (taken with a

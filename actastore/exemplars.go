@@ -269,7 +269,8 @@ func (s *Store) SelectExemplars(ctx context.Context, mint, maxt int64, ms ...*la
 		return nil, err
 	}
 	var out []SeriesExemplars
-	for _, m := range s.matchSeries(ms) {
+	list, lsets := s.matchSeries(ms)
+	for i, m := range list {
 		// A series with exemplars (in memory or in its file, found at
 		// Open) has ex set.
 		m.mu.Lock()
@@ -289,7 +290,7 @@ func (s *Store) SelectExemplars(ctx context.Context, mint, maxt int64, ms ...*la
 		m.mu.Unlock()
 		if len(es) > 0 {
 			slices.SortStableFunc(es, func(a, b Exemplar) int { return cmpInt64(a.T, b.T) })
-			out = append(out, SeriesExemplars{Labels: m.lset, Exemplars: es})
+			out = append(out, SeriesExemplars{Labels: lsets[i], Exemplars: es})
 		}
 	}
 	return out, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acta-remote/acta-remote/actastore/wal"
+	"github.com/prometheus/prometheus/model/labels"
 )
 
 // The flusher moves heads into series files: a series is flushed when a
@@ -464,9 +465,10 @@ func (s *Store) writePendingCatalog() error {
 	if len(pending) == 0 {
 		return nil
 	}
+	var sb labels.ScratchBuilder
 	err := s.cat.add(len(pending), func(i int) seriesRec {
 		ms := pending[i]
-		return seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset}
+		return seriesRec{Ref: ms.ref, Created: ms.created, Labels: r.labels(&sb, ms)}
 	})
 	if err != nil {
 		r.mu.Lock()

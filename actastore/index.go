@@ -3,6 +3,7 @@ package actastore
 import (
 	mbits "math/bits"
 	"slices"
+	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -15,26 +16,29 @@ import (
 type index struct {
 	postings map[string]map[string]*postings
 	series   []*memSeries // by id
+	syms     *symbols     // the series' labels
 }
 
 func newIndex() *index {
-	return &index{postings: make(map[string]map[string]*postings)}
+	return &index{postings: make(map[string]map[string]*postings), syms: newSymbols()}
 }
 
-// add gives s the next id and indexes its labels.
-func (ix *index) add(s *memSeries) {
+// add gives s the next id and lset as its labels, and indexes them. It
+// keeps no part of lset's memory (copies what it keeps).
+func (ix *index) add(s *memSeries, lset labels.Labels) {
 	s.id = uint32(len(ix.series))
+	s.syms = ix.syms.intern(lset)
 	ix.series = append(ix.series, s)
-	s.lset.Range(func(l labels.Label) {
+	lset.Range(func(l labels.Label) {
 		vals := ix.postings[l.Name]
 		if vals == nil {
 			vals = make(map[string]*postings)
-			ix.postings[l.Name] = vals
+			ix.postings[strings.Clone(l.Name)] = vals
 		}
 		p := vals[l.Value]
 		if p == nil {
 			p = new(postings)
-			vals[l.Value] = p
+			vals[strings.Clone(l.Value)] = p
 		}
 		p.add(s.id)
 	})
@@ -45,15 +49,24 @@ func (ix *index) add(s *memSeries) {
 // slot costs a pointer per removed series until the next start-up.
 func (ix *index) remove(s *memSeries) {
 	ix.series[s.id] = nil
-	s.lset.Range(func(l labels.Label) {
-		vals := ix.postings[l.Name]
-		if p := vals[l.Value]; p == nil || !p.remove(s.id) {
-			delete(vals, l.Value)
+	for rest := s.syms; rest != ""; {
+		var name, value string
+		name, value, rest = ix.syms.next(rest)
+		vals := ix.postings[name]
+		if p := vals[value]; p == nil || !p.remove(s.id) {
+			delete(vals, value)
 			if len(vals) == 0 {
-				delete(ix.postings, l.Name)
+				delete(ix.postings, name)
 			}
 		}
-	})
+	}
+	ix.syms.release(s)
+}
+
+// labels is the label set of s, built with b (nil: a new builder), with
+// the owner's lock held (read at least: symbols).
+func (ix *index) labels(b *labels.ScratchBuilder, s *memSeries) labels.Labels {
+	return ix.syms.labels(b, s.syms)
 }
 
 // live returns the series that were not removed.
@@ -165,7 +178,7 @@ func (ix *index) filterCheaper(n int, name string) bool {
 func (ix *index) filter(ids []uint32, m *labels.Matcher) []uint32 {
 	out := make([]uint32, 0, len(ids))
 	for _, id := range ids {
-		if m.Matches(ix.series[id].lset.Get(m.Name)) {
+		if m.Matches(ix.syms.get(ix.series[id].syms, m.Name)) {
 			out = append(out, id)
 		}
 	}
@@ -287,7 +300,7 @@ func (ix *index) labelNames(ids []uint32, all bool) []string {
 	} else {
 		seen := make(map[string]struct{})
 		for _, id := range ids {
-			ix.series[id].lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
+			ix.syms.names(ix.series[id].syms, func(n string) { seen[n] = struct{}{} })
 		}
 		for n := range seen {
 			names = append(names, n)
@@ -308,7 +321,7 @@ func (ix *index) labelValues(name string, ids []uint32, all bool) []string {
 	} else {
 		seen := make(map[string]struct{})
 		for _, id := range ids {
-			if v := ix.series[id].lset.Get(name); v != "" {
+			if v := ix.syms.get(ix.series[id].syms, name); v != "" {
 				seen[v] = struct{}{}
 			}
 		}

@@ -27,7 +27,7 @@ func TestMatchersAgainstPrometheus(t *testing.T) {
 	add := func(ss ...string) {
 		l := labels.FromStrings(ss...)
 		all = append(all, l)
-		ix.add(newMemSeries(uint64(len(all)), l, 0))
+		ix.add(newMemSeries(uint64(len(all)), 0), l)
 	}
 	add("__name__", "up", "job", "api", "instance", "a:9090")
 	add("__name__", "up", "job", "api", "instance", "b:9090", "env", "prod")
@@ -96,7 +96,7 @@ func indexFixture() (*index, []labels.Labels) {
 		l := labels.FromStrings("__name__", fmt.Sprintf("metric_%d", i%70), "instance", fmt.Sprintf("10.64.0.%d:8080", target),
 			"job", []string{"node", "kubernetes-pods", "api"}[target%3], "series", fmt.Sprint(i))
 		all = append(all, l)
-		ix.add(newMemSeries(uint64(i+1), l, 0))
+		ix.add(newMemSeries(uint64(i+1), 0), l)
 	}
 	return ix, all
 }
@@ -180,8 +180,8 @@ func TestSelectIDsRandom(t *testing.T) {
 		l := labels.FromStrings(ss...)
 		all = append(all, l)
 		live = append(live, true)
-		ms := newMemSeries(uint64(i+1), l, 0)
-		ix.add(ms)
+		ms := newMemSeries(uint64(i+1), 0)
+		ix.add(ms, l)
 		if rng.IntN(10) == 0 {
 			ix.remove(ms)
 			live[i] = false

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
@@ -20,32 +19,31 @@ func pairsOf(kv ...string) []byte {
 	return p
 }
 
-// pairsMatch gives pairsEqual's answer, for lengths on both sides of the
-// one-byte limits (127/128 of a uvarint, 254/255 of stringlabels).
-func TestPairsMatch(t *testing.T) {
-	if !stringLabels {
-		t.Log("labels are not stringlabels: pairsMatch is pairsEqual")
-	}
+// symbols.pairsEqual gives pairsEqual's answer, for lengths on both sides
+// of a uvarint's one-byte limit (127/128) and stringlabels' (254/255).
+func TestSymbolsPairsEqual(t *testing.T) {
 	var lens = []int{0, 1, 127, 128, 254, 255, 300}
+	syms := newSymbols()
 	for _, nl := range lens[1:] {
 		for _, vl := range lens[1:] {
 			name, value := strings.Repeat("n", nl), strings.Repeat("v", vl)
 			lset := labels.FromStrings("__name__", "m", name, value)
+			ids := syms.intern(lset)
 			cases := []struct {
 				pairs []byte
 				want  bool
 			}{
 				{pairsOf("__name__", "m", name, value), true},
-				{pairsOf(name, value, "__name__", "m"), name < "__name__"},                                     // the other order
-				{pairsOf("__name__", "m", name, value+"x"), false},                                             // longer value
-				{pairsOf("__name__", "m", name, value[1:]), false},                                             // shorter value
-				{pairsOf("__name__", "m"), false},                                                              // a label missing
-				{pairsOf("__name__", "m", name, value, "z", "1"), false},                                       // one more
-				{pairsOf("__name__", "n", name, value), false},                                                 // other name value
-				{[]byte(lset.Bytes(nil)), nl < 128 && vl < 128 && labels.ImplementationName == "stringlabels"}, // the stored bytes themselves
+				{pairsOf(name, value, "__name__", "m"), name < "__name__"}, // the other order
+				{pairsOf("__name__", "m", name, value+"x"), false},         // longer value
+				{pairsOf("__name__", "m", name, value[1:]), false},         // shorter value
+				{pairsOf("__name__", "m"), false},                          // a label missing
+				{pairsOf("__name__", "m", name, value, "z", "1"), false},   // one more
+				{pairsOf("__name__", "n", name, value), false},             // other name value
+				{[]byte(ids), false},                                       // the ids themselves
 			}
 			for i, c := range cases {
-				n, short, ok := countPairs(c.pairs)
+				n, ok := countPairs(c.pairs)
 				if !ok {
 					if c.want {
 						t.Fatalf("%d/%d case %d: pairs do not parse", nl, vl, i)
@@ -56,62 +54,55 @@ func TestPairsMatch(t *testing.T) {
 				if ls, err := labelsFromPairs(&sb, c.pairs); err != nil || ls.Len() != n {
 					t.Fatalf("%d/%d case %d: count %d, the pairs parse as %v (%v)", nl, vl, i, n, ls, err)
 				}
-				wantShort := true
-				for _, l := range []int{8, 1, nl, vl} {
-					wantShort = wantShort && l < 128
-				}
-				if i == 0 && short != wantShort {
-					t.Fatalf("%d/%d: short %v, want %v", nl, vl, short, wantShort)
-				}
-				got, slow := pairsMatch(c.pairs, short, lset), pairsEqual(c.pairs, lset)
+				got, slow := syms.pairsEqual(ids, c.pairs), pairsEqual(c.pairs, lset)
 				if got != c.want || slow != c.want {
-					t.Fatalf("%d/%d case %d: pairsMatch %v, pairsEqual %v, want %v", nl, vl, i, got, slow, c.want)
+					t.Fatalf("%d/%d case %d: symbols.pairsEqual %v, pairsEqual %v, want %v", nl, vl, i, got, slow, c.want)
 				}
 			}
 		}
 	}
 }
 
-// labelsData reads the same bytes Labels.Bytes copies, for empty, short
-// and long labels; and this build's stringlabels still qualify (else every
-// known series would take the slow compare unnoticed).
-func TestLabelsData(t *testing.T) {
-	if labels.ImplementationName != "stringlabels" {
-		t.Skipf("labels are %s: labelsData is not used", labels.ImplementationName)
+// shortestPairs reports whether well-formed pairs give every length in its
+// shortest uvarint form.
+func shortestPairs(p []byte) bool {
+	var again []byte
+	for rest := p; len(rest) > 0; {
+		var s []byte
+		s, rest, _ = nextBytes(rest)
+		again = binary.AppendUvarint(again, uint64(len(s)))
+		again = append(again, s...)
 	}
-	if !stringLabels {
-		t.Fatalf("stringlabels' Labels is %d bytes, not one string: the block compare is off", unsafe.Sizeof(labels.Labels{}))
-	}
-	for _, lset := range []labels.Labels{
-		labels.EmptyLabels(),
-		labels.FromStrings("__name__", "m"),
-		labels.FromStrings("__name__", "m", "a", strings.Repeat("x", 254), "b", strings.Repeat("é", 200)),
-		labels.FromStrings("__name__", "up", "instance", "10.0.0.1:9100", "job", "node"),
-	} {
-		if got, want := labelsData(lset), string(lset.Bytes(nil)); got != want {
-			t.Errorf("%s: labelsData %q, Bytes %q", lset, got, want)
-		}
-	}
+	return string(again) == string(p)
 }
 
-// FuzzPairsMatch: for any pairs bytes and label set, the block compare
-// agrees with the label-by-label one.
-func FuzzPairsMatch(f *testing.F) {
+// FuzzSymbolsPairsEqual: for any pairs bytes and label set, the compare
+// with the label set's symbols agrees with the compare with its labels.
+func FuzzSymbolsPairsEqual(f *testing.F) {
 	f.Add([]byte(labels.FromStrings("__name__", "m", "a", "1").Bytes(nil)), "m", "a", "1")
 	f.Add(pairsOf("__name__", "m", "a", "1"), "m", "a", "1")
 	f.Add(pairsOf("__name__", "m", "a", strings.Repeat("x", 130)), "m", "a", strings.Repeat("x", 130))
 	f.Add([]byte{8, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 0x81, 1, 'x'}, "m", "a", "1")
+	f.Add([]byte{8, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 0x81, 0, 'm', 1, 'a', 1, '1'}, "m", "a", "1")
+	syms := newSymbols()
 	f.Fuzz(func(t *testing.T, pairs []byte, name, ln, lv string) {
 		lset := labels.FromStrings("__name__", name, ln, lv)
-		// Also the stored bytes with a little change: the case where a
-		// coincidence of encodings would matter.
-		for _, p := range [][]byte{pairs, lset.Bytes(nil), append(lset.Bytes(nil), pairs...)} {
-			_, short, ok := countPairs(p)
-			if !ok {
+		ids := syms.intern(lset)
+		if got := syms.labels(nil, ids); !labels.Equal(got, lset) {
+			t.Fatalf("interned %s, read back %s", lset, got)
+		}
+		if got, want := syms.appendCanonical(nil, ids), appendCanonicalLabels(nil, lset); string(got) != string(want) {
+			t.Fatalf("%s: canonical %q from symbols, %q from labels", lset, got, want)
+		}
+		for _, p := range [][]byte{pairs, lset.Bytes(nil), append(lset.Bytes(nil), pairs...), []byte(ids)} {
+			if _, ok := countPairs(p); !ok {
 				continue
 			}
-			if got, want := pairsMatch(p, short, lset), pairsEqual(p, lset); got != want {
-				t.Fatalf("pairs %q, labels %s: pairsMatch %v, pairsEqual %v", p, lset, got, want)
+			// Lengths in a longer uvarint form than the shortest are not
+			// the series' pairs to symbols.pairsEqual (nor to its hash).
+			got, want := syms.pairsEqual(ids, p), pairsEqual(p, lset) && shortestPairs(p)
+			if got != want {
+				t.Fatalf("pairs %q, labels %s: symbols.pairsEqual %v, pairsEqual %v", p, lset, got, want)
 			}
 		}
 	})
@@ -171,7 +162,7 @@ func BenchmarkPairsHash(b *testing.B) {
 		var sum uint64
 		for i := range b.N {
 			p := pairs[i%len(pairs)]
-			n, _, _ := countPairs(p)
+			n, _ := countPairs(p)
 			var d xxhash.Digest
 			d.Reset()
 			var cnt [binary.MaxVarintLen64]byte
@@ -186,7 +177,7 @@ func BenchmarkPairsHash(b *testing.B) {
 		var buf []byte
 		for i := range b.N {
 			p := pairs[i%len(pairs)]
-			n, _, _ := countPairs(p)
+			n, _ := countPairs(p)
 			buf = binary.AppendUvarint(buf[:0], uint64(n))
 			buf = append(buf, p...)
 			sum += xxhash.Sum64(buf)
@@ -230,8 +221,8 @@ func TestLookupPairsFast(t *testing.T) {
 		s.reg.mu.RUnlock()
 		switch {
 		case c.want.IsEmpty() && ms != nil:
-			t.Errorf("pairs %.40q: found %s, want none", c.pairs, ms.lset)
-		case !c.want.IsEmpty() && (ms == nil || !labels.Equal(ms.lset, c.want)):
+			t.Errorf("pairs %.40q: found %s, want none", c.pairs, s.reg.ix.labels(nil, ms))
+		case !c.want.IsEmpty() && (ms == nil || !labels.Equal(s.reg.ix.labels(nil, ms), c.want)):
 			t.Errorf("pairs %.40q: found %v, want %s", c.pairs, ms, c.want)
 		}
 	}

@@ -256,7 +256,7 @@ func (r *ReadOnly) keeps(ref uint64) bool {
 		r.unresolved[ref] = true
 		return true
 	}
-	k := seriesMatches(ms.lset, r.keep)
+	k := seriesMatches(r.ix.labels(nil, ms), r.keep)
 	r.keepRef[ref] = k
 	return k
 }
@@ -393,9 +393,9 @@ func (r *ReadOnly) add(s seriesRec) error {
 	if r.byRef[s.Ref] != nil {
 		return nil
 	}
-	ms := newMemSeries(s.Ref, s.Labels, s.Created)
+	ms := newMemSeries(s.Ref, s.Created)
 	r.byRef[s.Ref] = ms
-	r.ix.add(ms)
+	r.ix.add(ms, s.Labels)
 	return nil
 }
 
@@ -404,9 +404,10 @@ func (r *ReadOnly) add(s seriesRec) error {
 func (r *ReadOnly) Series(ms ...*labels.Matcher) []SeriesInfo {
 	ids := r.ix.selectIDs(ms)
 	out := make([]SeriesInfo, len(ids))
+	var sb labels.ScratchBuilder
 	for i, id := range ids {
 		s := r.ix.series[id]
-		out[i] = SeriesInfo{Ref: s.ref, Labels: s.lset, Created: s.created}
+		out[i] = SeriesInfo{Ref: s.ref, Labels: r.ix.labels(&sb, s), Created: s.created}
 	}
 	slices.SortFunc(out, func(a, b SeriesInfo) int { return labels.Compare(a.Labels, b.Labels) })
 	return out

@@ -133,16 +133,10 @@ func (rb *recordBuilder) records(dst [][]byte) [][]byte {
 	return dst
 }
 
-// appendSeriesRecords encodes series definitions into one or more record
-// payloads, each below maxRecordPayload, appending them to recs.
+// addSeries adds series definitions as one or more records, each below
+// maxRecordPayload:
 //
 //	type=1 | count uvarint | count × (ref uint64 LE | created varint | labels)
-func appendSeriesRecords(recs [][]byte, series []seriesRec) [][]byte {
-	var rb recordBuilder
-	rb.addSeries(series)
-	return rb.records(recs)
-}
-
 func (rb *recordBuilder) addSeries(series []seriesRec) {
 	for len(series) > 0 {
 		body := rb.body[:0]

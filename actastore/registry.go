@@ -45,12 +45,12 @@ func (r *registry) addLocked(ref uint64, lset labels.Labels, created int64) *mem
 	if ms, ok := r.byRef[ref]; ok {
 		return ms
 	}
-	ms := newMemSeries(ref, lset, created)
+	ms := newMemSeries(ref, created)
 	r.byRef[ref] = ms
 	if h := hashLabels(appendCanonicalLabels(nil, lset)); h != ref {
 		r.moved[h] = append(r.moved[h], ms)
 	}
-	r.ix.add(ms)
+	r.ix.add(ms, lset)
 	r.num.Add(1)
 	return ms
 }
@@ -62,7 +62,7 @@ func (r *registry) removeLocked(ms *memSeries) {
 		return
 	}
 	delete(r.byRef, ms.ref)
-	if h := hashLabels(appendCanonicalLabels(nil, ms.lset)); h != ms.ref {
+	if h := hashLabels(r.ix.syms.appendCanonical(nil, ms.syms)); h != ms.ref {
 		r.moved[h] = slices.DeleteFunc(r.moved[h], func(o *memSeries) bool { return o == ms })
 		if len(r.moved[h]) == 0 {
 			delete(r.moved, h)
@@ -73,14 +73,22 @@ func (r *registry) removeLocked(ms *memSeries) {
 	r.num.Add(-1)
 }
 
+// labels is the label set of ms, built with b (nil: a new builder), under
+// the read lock (symbols).
+func (r *registry) labels(b *labels.ScratchBuilder, ms *memSeries) labels.Labels {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.ix.labels(b, ms)
+}
+
 // lookupLocked finds the series with exactly lset among those whose labels
 // hash to h.
 func (r *registry) lookupLocked(h uint64, lset labels.Labels) *memSeries {
-	if ms := r.byRef[h]; ms != nil && labels.Equal(ms.lset, lset) {
+	if ms := r.byRef[h]; ms != nil && r.ix.syms.equal(ms.syms, lset) {
 		return ms
 	}
 	for _, ms := range r.moved[h] {
-		if labels.Equal(ms.lset, lset) {
+		if r.ix.syms.equal(ms.syms, lset) {
 			return ms
 		}
 	}
@@ -92,10 +100,11 @@ func (r *registry) lookupLocked(h uint64, lset labels.Labels) *memSeries {
 // sorted, uvarint(count) followed by the pairs is exactly the series'
 // canonical encoding, so its hash is the series' ref (or, after a
 // collision, a key of moved). The match is verified against the stored
-// labels byte for byte (pairsMatch). Unsorted pairs are not found here.
+// labels byte for byte (symbols.pairsEqual). Unsorted pairs are not found
+// here.
 // buf is scratch. Called with mu held (read).
 func (r *registry) lookupPairsLocked(pairs []byte, buf *[]byte) *memSeries {
-	n, short, ok := countPairs(pairs)
+	n, ok := countPairs(pairs)
 	if !ok {
 		return nil
 	}
@@ -105,34 +114,31 @@ func (r *registry) lookupPairsLocked(pairs []byte, buf *[]byte) *memSeries {
 	*buf = binary.AppendUvarint((*buf)[:0], uint64(n))
 	*buf = append(*buf, pairs...)
 	h := hashLabels(*buf)
-	if ms := r.byRef[h]; ms != nil && pairsMatch(pairs, short, ms.lset) {
+	if ms := r.byRef[h]; ms != nil && r.ix.syms.pairsEqual(ms.syms, pairs) {
 		return ms
 	}
 	for _, ms := range r.moved[h] {
-		if pairsMatch(pairs, short, ms.lset) {
+		if r.ix.syms.pairsEqual(ms.syms, pairs) {
 			return ms
 		}
 	}
 	return nil
 }
 
-// countPairs counts the labels of a LabelPairs encoding and reports
-// whether every name and value is shorter than 128 bytes (each length is
-// then one byte: pairsMatch); ok is false when it is malformed.
-func countPairs(pairs []byte) (n int, short, ok bool) {
-	short = true
+// countPairs counts the labels of a LabelPairs encoding; ok is false when
+// it is malformed.
+func countPairs(pairs []byte) (n int, ok bool) {
 	for len(pairs) > 0 {
 		for range 2 {
 			l, k := binary.Uvarint(pairs)
 			if k <= 0 || l > uint64(len(pairs)-k) {
-				return 0, false, false
+				return 0, false
 			}
-			short = short && k == 1
 			pairs = pairs[k+int(l):]
 		}
 		n++
 	}
-	return n, short, true
+	return n, true
 }
 
 // pairsEqual reports whether a LabelPairs encoding holds exactly lset, in
@@ -281,8 +287,7 @@ func (rs *resolver) resolve(d *SeriesData) (*memSeries, string, error) {
 	if ref != h {
 		rs.log.Warn("series label hash collision", "hash", fmt.Sprintf("%016x", h), "ref", fmt.Sprintf("%016x", ref), "labels", lset.String())
 	}
-	// Keep our own copy: the caller may reuse the label set's memory.
-	ms = r.addLocked(ref, lset.Copy(), rs.now())
+	ms = r.addLocked(ref, lset, rs.now()) // keeps none of lset's memory (index.add)
 	r.pending = append(r.pending, ms)
 	return ms, "", nil
 }

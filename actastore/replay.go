@@ -328,8 +328,8 @@ func (rp *replayer) define(r seriesRec, seg int) error {
 	if ms == nil {
 		ms = reg.addLocked(r.Ref, r.Labels, r.Created)
 		reg.pending = append(reg.pending, ms)
-	} else if !labels.Equal(ms.lset, r.Labels) {
-		return fmt.Errorf("series %016x is %s in the catalog but %s in WAL segment %08d", r.Ref, ms.lset, r.Labels, seg)
+	} else if !reg.ix.syms.equal(ms.syms, r.Labels) {
+		return fmt.Errorf("series %016x is %s in the catalog but %s in WAL segment %08d", r.Ref, reg.ix.labels(nil, ms), r.Labels, seg)
 	}
 	ms.walLogged = true
 	return nil

@@ -29,11 +29,11 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 	if mint > maxt {
 		return &errSeriesSet{}
 	}
-	list := s.matchSeries(ms)
+	list, lsets := s.matchSeries(ms)
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)}
 	}
-	ss := &seriesSet{s: s, ctx: ctx, list: list, mint: mint, maxt: maxt, readMaxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)},
+	ss := &seriesSet{s: s, ctx: ctx, list: list, lsets: lsets, mint: mint, maxt: maxt, readMaxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)},
 		chunks: wantsXORChunks(ctx) && !s.opts.StartTimeZeroSamples}
 	if s.opts.StartTimeZeroSamples {
 		ss.readMaxt = zeroSampleReadMaxt(maxt)
@@ -108,18 +108,29 @@ func loadTracks(s *Store, ms *memSeries, mint, maxt int64, st *readStats) ([]Sam
 	return smps, hists, sts, nil
 }
 
-// matchSeries returns the series matching ms, sorted by labels.
-func (s *Store) matchSeries(ms []*labels.Matcher) []*memSeries {
+// matchSeries returns the series matching ms and their label sets, sorted
+// by labels.
+func (s *Store) matchSeries(ms []*labels.Matcher) ([]*memSeries, []labels.Labels) {
 	r := s.reg
 	r.mu.RLock()
 	ids := r.ix.selectIDs(ms)
-	list := make([]*memSeries, len(ids))
+	type match struct {
+		ms   *memSeries
+		lset labels.Labels
+	}
+	found := make([]match, len(ids))
+	var sb labels.ScratchBuilder
 	for i, id := range ids {
-		list[i] = r.ix.series[id]
+		ms := r.ix.series[id]
+		found[i] = match{ms: ms, lset: r.ix.labels(&sb, ms)}
 	}
 	r.mu.RUnlock()
-	slices.SortFunc(list, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
-	return list
+	slices.SortFunc(found, func(a, b match) int { return labels.Compare(a.lset, b.lset) })
+	list, lsets := make([]*memSeries, len(found)), make([]labels.Labels, len(found))
+	for i, f := range found {
+		list[i], lsets[i] = f.ms, f.lset
+	}
+	return list, lsets
 }
 
 // LabelNames returns the sorted label names of the series matching ms (of
@@ -167,15 +178,11 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	list := s.matchSeries(ms)
+	list, lsets := s.matchSeries(ms)
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return nil, fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)
 	}
-	out := make([]labels.Labels, len(list))
-	for i, m := range list {
-		out[i] = m.lset
-	}
-	return out, nil
+	return lsets, nil
 }
 
 // readTrack returns the series' samples of kind k in [mint, maxt], sorted,
@@ -371,6 +378,7 @@ type seriesSet struct {
 	s          *Store
 	ctx        context.Context
 	list       []*memSeries
+	lsets      []labels.Labels // list's
 	mint, maxt int64
 	readMaxt   int64 // maxt, or later with StartTimeZeroSamples
 	i          int
@@ -437,7 +445,7 @@ func (ss *seriesSet) next() bool {
 			ss.err = fmt.Errorf("%w: more than %d samples selected", ErrQueryLimit, lim)
 			return false
 		}
-		ss.cur = &loadedSeries{lset: ms.lset, samples: lt.smps, parts: lt.parts, n: lt.n, hists: lt.hists, starts: lt.starts}
+		ss.cur = &loadedSeries{lset: ss.lsets[ss.i], samples: lt.smps, parts: lt.parts, n: lt.n, hists: lt.hists, starts: lt.starts}
 		return true
 	}
 	return false

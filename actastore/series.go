@@ -153,8 +153,10 @@ type memSeries struct {
 	// ckptEpoch is the WAL checkpoint that copied the series' heads last
 	// (checkpointCopy; guarded by mu). In the padding after id.
 	ckptEpoch uint32
-	lset      labels.Labels
-	created   int64 // ms
+	// syms are its labels as ids of its index's symbols (index.labels),
+	// set by index.add.
+	syms    string
+	created int64 // ms
 
 	mu     sync.Mutex // guards everything below
 	floats track[Sample]
@@ -167,8 +169,8 @@ type memSeries struct {
 	inCatalog bool // its record is in the catalog
 }
 
-func newMemSeries(ref uint64, lset labels.Labels, created int64) *memSeries {
-	return &memSeries{ref: ref, lset: lset, created: created, floats: newTrack[Sample]()}
+func newMemSeries(ref uint64, created int64) *memSeries {
+	return &memSeries{ref: ref, created: created, floats: newTrack[Sample]()}
 }
 
 // busyLocked reports whether the series holds unflushed data of any kind

@@ -25,7 +25,7 @@ func (s *Store) SeriesInRange(ctx context.Context, mint, maxt int64, ms ...*labe
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	list := s.matchSeries(ms)
+	list, lsets := s.matchSeries(ms)
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return nil, fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)
 	}
@@ -40,7 +40,7 @@ func (s *Store) SeriesInRange(ctx context.Context, mint, maxt int64, ms ...*labe
 		in := mayHold(floats, floats.track(m, false), mint, maxt) || mayHold(histograms, histograms.track(m, false), mint, maxt)
 		m.mu.Unlock()
 		if in {
-			out = append(out, m.lset)
+			out = append(out, lsets[i])
 		}
 	}
 	return out, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/acta-remote/acta-remote/actastore/wal"
 	"github.com/acta-remote/acta-remote/durable"
 	"github.com/acta-remote/acta-remote/rotation"
+	"github.com/prometheus/prometheus/model/labels"
 )
 
 // Store is the series store. It is safe for concurrent use. Its parts, each
@@ -300,9 +301,10 @@ func (s *Store) loadCatalog() error {
 func (s *Store) compactCatalog() error {
 	r := s.reg
 	live := r.ix.live()
-	all := make([]seriesRec, len(live))
-	for i, ms := range live {
-		all[i] = seriesRec{Ref: ms.ref, Created: ms.created, Labels: ms.lset}
+	var sb labels.ScratchBuilder
+	rec := func(i int) seriesRec {
+		ms := live[i]
+		return seriesRec{Ref: ms.ref, Created: ms.created, Labels: r.labels(&sb, ms)}
 	}
 	var dels []deletedRec
 	for ref, at := range r.deleted {
@@ -310,7 +312,7 @@ func (s *Store) compactCatalog() error {
 			dels = append(dels, deletedRec{Ref: ref, At: at})
 		}
 	}
-	return s.cat.compact(all, dels)
+	return s.cat.compact(len(live), rec, dels)
 }
 
 // Close flushes the head, syncs and closes every file, stops the background

@@ -606,7 +606,7 @@ func (t *tier) buildPublication(seq uint64) *publication {
 		if ms == nil {
 			continue
 		}
-		st.Series[f.Ref] = ms.lset
+		st.Series[f.Ref] = t.s.reg.labels(nil, ms)
 		f.ModTime = 0
 		st.Files[f.FileID] = f
 		pub.files = append(pub.files, publishedID{id: f.FileID, crc: f.CRC})
