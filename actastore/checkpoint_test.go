@@ -192,7 +192,7 @@ func TestCheckpointRestoresHeads(t *testing.T) {
 	}
 	for _, ms := range s.reg.live() {
 		if p := ms.floats.head.p; p == nil || p.isFrozen() || p.n() < 100 {
-			t.Fatalf("series %s: head not re-encoded in a chunk after new samples", s.reg.ix.labels(nil, ms))
+			t.Fatalf("series %s: head not re-encoded in a chunk after new samples", s.reg.labels(nil, ms))
 		}
 	}
 	s.abandon()

@@ -433,21 +433,23 @@ func withinBatch[S any](k kind[S], ok []S, smp S) sampleVerdict {
 }
 
 // seriesName names a series in a rejection message: a stored series'
-// labels (ms, in r) are built only when a message is, never under ms.mu.
+// labels (ms, in r) are built only when a message is, never under ms.mu,
+// and once.
 type seriesName struct {
 	r    *registry
 	ms   *memSeries
-	lset labels.Labels // when ms is nil
+	lset labels.Labels // given, or built from ms
 }
 
-func (n seriesName) String() string {
-	if n.ms != nil {
-		return n.r.labels(nil, n.ms).String()
+func (n *seriesName) labels() labels.Labels {
+	if n.ms != nil && n.lset.IsEmpty() {
+		n.lset = n.r.labels(nil, n.ms)
 	}
-	return n.lset.String()
+	return n.lset
 }
 
-// verdicts counts and describes the rejected samples of one series.
+// verdicts counts and describes the rejected samples of one series; the
+// descriptions stop once the result holds maxResultErrors.
 func verdicts[S any](t *txn, k kind[S], ms seriesName, in []S, vs []verdictAt, c *Counts) {
 	what := "sample"
 	if k.id() == kindHistogram {
@@ -455,23 +457,39 @@ func verdicts[S any](t *txn, k kind[S], ms seriesName, in []S, vs []verdictAt, c
 	}
 	for _, v := range vs {
 		ts := k.ts(in[v.i])
-		switch v.v {
-		case verdictDuplicate:
+		if v.v == verdictDuplicate {
 			t.dups[k.id()]++
+			continue
+		}
+		var err error
+		describe := len(t.res.Errors) < maxResultErrors
+		switch v.v {
 		case verdictConflict:
-			t.res.reject(c, 1, ReasonDuplicate, fmt.Errorf("%w: series %s %s at %d differs from the one stored", ErrDuplicateSample, ms, what, ts))
+			if describe {
+				err = fmt.Errorf("%w: series %s %s at %d differs from the one stored", ErrDuplicateSample, ms.labels(), what, ts)
+			}
+			t.res.reject(c, 1, ReasonDuplicate, err)
 		case verdictTooOld:
-			t.res.reject(c, 1, ReasonOutOfOrder, fmt.Errorf("%w: series %s %s at %d is more than %s behind its newest sample %d",
-				ErrOutOfOrder, ms, what, ts, t.s.opts.OutOfOrderWindow, v.newest))
+			if describe {
+				err = fmt.Errorf("%w: series %s %s at %d is more than %s behind its newest sample %d",
+					ErrOutOfOrder, ms.labels(), what, ts, t.s.opts.OutOfOrderWindow, v.newest)
+			}
+			t.res.reject(c, 1, ReasonOutOfOrder, err)
 		case verdictOutOfBounds:
-			t.res.reject(c, 1, ReasonOutOfBounds, t.boundsErr(ms, what, ts))
+			if describe {
+				err = t.boundsErr(ms.labels(), what, ts)
+			}
+			t.res.reject(c, 1, ReasonOutOfBounds, err)
 		case verdictInvalid:
-			t.res.reject(c, 1, ReasonInvalidHistogram, fmt.Errorf("%w: series %s at %d: %v", ErrInvalidHistogram, ms, ts, v.err))
+			if describe {
+				err = fmt.Errorf("%w: series %s at %d: %v", ErrInvalidHistogram, ms.labels(), ts, v.err)
+			}
+			t.res.reject(c, 1, ReasonInvalidHistogram, err)
 		}
 	}
 }
 
-func (t *txn) boundsErr(ms seriesName, what string, ts int64) error {
+func (t *txn) boundsErr(ms labels.Labels, what string, ts int64) error {
 	b := t.bounds()
 	if ts > b.max {
 		return fmt.Errorf("%w: series %s %s at %d is more than %s ahead of the server's clock (%d)",

@@ -113,7 +113,7 @@ func (s *Store) DeleteSeries(ctx context.Context, mint, maxt int64, ms ...*label
 	if mint > maxt {
 		return 0, nil
 	}
-	list, _ := s.matchSeries(ms)
+	list := s.matchSeries(ms)
 	if len(list) == 0 {
 		return 0, nil
 	}

@@ -268,9 +268,9 @@ func (s *Store) SelectExemplars(ctx context.Context, mint, maxt int64, ms ...*la
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	var out []SeriesExemplars
-	list, lsets := s.matchSeries(ms)
-	for i, m := range list {
+	var with []*memSeries
+	exs := map[*memSeries][]Exemplar{}
+	for _, m := range s.matchSeries(ms) {
 		// A series with exemplars (in memory or in its file, found at
 		// Open) has ex set.
 		m.mu.Lock()
@@ -290,8 +290,14 @@ func (s *Store) SelectExemplars(ctx context.Context, mint, maxt int64, ms ...*la
 		m.mu.Unlock()
 		if len(es) > 0 {
 			slices.SortStableFunc(es, func(a, b Exemplar) int { return cmpInt64(a.T, b.T) })
-			out = append(out, SeriesExemplars{Labels: lsets[i], Exemplars: es})
+			with = append(with, m)
+			exs[m] = es
 		}
+	}
+	with, lsets := s.sortByLabels(with)
+	var out []SeriesExemplars
+	for i, m := range with {
+		out = append(out, SeriesExemplars{Labels: lsets[i], Exemplars: exs[m]})
 	}
 	return out, nil
 }

@@ -29,10 +29,11 @@ func (s *Store) Select(ctx context.Context, mint, maxt int64, ms ...*labels.Matc
 	if mint > maxt {
 		return &errSeriesSet{}
 	}
-	list, lsets := s.matchSeries(ms)
+	list := s.matchSeries(ms)
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return &errSeriesSet{err: fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)}
 	}
+	list, lsets := s.sortByLabels(list)
 	ss := &seriesSet{s: s, ctx: ctx, list: list, lsets: lsets, mint: mint, maxt: maxt, readMaxt: maxt, i: -1, st: readStats{localOnly: localOnly(ctx)},
 		chunks: wantsXORChunks(ctx) && !s.opts.StartTimeZeroSamples}
 	if s.opts.StartTimeZeroSamples {
@@ -108,25 +109,45 @@ func loadTracks(s *Store, ms *memSeries, mint, maxt int64, st *readStats) ([]Sam
 	return smps, hists, sts, nil
 }
 
-// matchSeries returns the series matching ms and their label sets, sorted
-// by labels.
-func (s *Store) matchSeries(ms []*labels.Matcher) ([]*memSeries, []labels.Labels) {
+// matchSeries returns the series matching ms, in id order (sortByLabels
+// sorts them once a query limit has passed them).
+func (s *Store) matchSeries(ms []*labels.Matcher) []*memSeries {
 	r := s.reg
 	r.mu.RLock()
 	ids := r.ix.selectIDs(ms)
+	list := make([]*memSeries, len(ids))
+	for i, id := range ids {
+		list[i] = r.ix.series[id]
+	}
+	r.mu.RUnlock()
+	return list
+}
+
+// sortByLabels returns the label sets of list, and list, both sorted by
+// labels. The labels are built allChunk series at a time under the
+// registry's read lock, so a wide query does not hold it (and the commits
+// queued behind a new series' write lock) for its whole length; a series
+// removed meanwhile still reads right (symbols).
+func (s *Store) sortByLabels(list []*memSeries) ([]*memSeries, []labels.Labels) {
+	if len(list) == 0 {
+		return list, nil
+	}
 	type match struct {
 		ms   *memSeries
 		lset labels.Labels
 	}
-	found := make([]match, len(ids))
+	found := make([]match, len(list))
 	var sb labels.ScratchBuilder
-	for i, id := range ids {
-		ms := r.ix.series[id]
-		found[i] = match{ms: ms, lset: r.ix.labels(&sb, ms)}
+	r := s.reg
+	for lo := 0; lo < len(list); lo += allChunk {
+		r.mu.RLock()
+		for i := lo; i < min(lo+allChunk, len(list)); i++ {
+			found[i] = match{ms: list[i], lset: r.ix.labels(&sb, list[i])}
+		}
+		r.mu.RUnlock()
 	}
-	r.mu.RUnlock()
 	slices.SortFunc(found, func(a, b match) int { return labels.Compare(a.lset, b.lset) })
-	list, lsets := make([]*memSeries, len(found)), make([]labels.Labels, len(found))
+	lsets := make([]labels.Labels, len(found))
 	for i, f := range found {
 		list[i], lsets[i] = f.ms, f.lset
 	}
@@ -178,10 +199,11 @@ func (s *Store) Series(ctx context.Context, ms ...*labels.Matcher) ([]labels.Lab
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	list, lsets := s.matchSeries(ms)
+	list := s.matchSeries(ms)
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return nil, fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)
 	}
+	_, lsets := s.sortByLabels(list)
 	return lsets, nil
 }
 

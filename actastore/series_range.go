@@ -25,11 +25,11 @@ func (s *Store) SeriesInRange(ctx context.Context, mint, maxt int64, ms ...*labe
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
-	list, lsets := s.matchSeries(ms)
+	list := s.matchSeries(ms)
 	if s.opts.MaxQuerySeries > 0 && len(list) > s.opts.MaxQuerySeries {
 		return nil, fmt.Errorf("%w: %d series match, limit %d", ErrQueryLimit, len(list), s.opts.MaxQuerySeries)
 	}
-	var out []labels.Labels
+	var in []*memSeries
 	for i, m := range list {
 		if i%1024 == 0 {
 			if err := ctxErr(ctx); err != nil {
@@ -37,12 +37,13 @@ func (s *Store) SeriesInRange(ctx context.Context, mint, maxt int64, ms ...*labe
 			}
 		}
 		m.mu.Lock()
-		in := mayHold(floats, floats.track(m, false), mint, maxt) || mayHold(histograms, histograms.track(m, false), mint, maxt)
+		may := mayHold(floats, floats.track(m, false), mint, maxt) || mayHold(histograms, histograms.track(m, false), mint, maxt)
 		m.mu.Unlock()
-		if in {
-			out = append(out, lsets[i])
+		if may {
+			in = append(in, m)
 		}
 	}
+	_, out := s.sortByLabels(in)
 	return out, nil
 }
 

@@ -1,9 +1,13 @@
 package actastore
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -109,5 +113,77 @@ func TestSymbolsSharedString(t *testing.T) {
 	}
 	if got, want := ix.labels(nil, other), labels.FromStrings("__name__", "job", "y", "1"); !labels.Equal(got, want) {
 		t.Fatalf("the other series reads %s, want %s", got, want)
+	}
+}
+
+// A store's reads build label sets from the symbols allChunk series at a
+// time: every series of a query wider than that comes back once, sorted,
+// with its own labels; SeriesInRange and Series agree.
+func TestSymbolsSelectSorted(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	defer s.Close()
+	const n = 3*allChunk + 7
+	want := map[string]bool{}
+	var batch []SeriesSamples
+	for i := range n {
+		// Created out of label order, so id order is not the answer.
+		lset := labels.FromStrings("__name__", "m", "i", fmt.Sprintf("%05d", (i*7919)%n), "job", "node")
+		want[lset.String()] = true
+		batch = append(batch, SeriesSamples{Labels: lset, Samples: []Sample{{T: 1000, V: float64(i)}}})
+	}
+	mustAppend(t, s, batch)
+	ctx := context.Background()
+	m := labels.MustNewMatcher(labels.MatchEqual, "job", "node")
+	ss := s.Select(ctx, 0, 2000, m)
+	var got []labels.Labels
+	for ss.Next() {
+		got = append(got, ss.At().Labels())
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	series, err := s.Series(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRange, err := s.SeriesInRange(ctx, 0, 2000, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ls := range map[string][]labels.Labels{"Select": got, "Series": series, "SeriesInRange": inRange} {
+		if len(ls) != n {
+			t.Fatalf("%s: %d series, want %d", name, len(ls), n)
+		}
+		for i, l := range ls {
+			if !want[l.String()] || (i > 0 && labels.Compare(ls[i-1], l) >= 0) {
+				t.Fatalf("%s: series %d is %s after %s: unknown or out of order", name, i, l, ls[max(i-1, 0)])
+			}
+		}
+	}
+}
+
+// Rejected samples are all counted, and the first maxResultErrors are
+// described with their series' labels.
+func TestRejectionsDescribedOnce(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{MaxFuture: 10 * time.Minute})
+	defer s.Close()
+	lset := labels.FromStrings("__name__", "m", "a", "1")
+	now := time.Now().UnixMilli()
+	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{{T: now, V: 1}}}})
+	var old []Sample
+	for i := range 20 {
+		old = append(old, Sample{T: now + 400*24*3600*1000 + int64(i), V: 2}) // far ahead of the clock
+	}
+	res, err := s.Commit(context.Background(), &Batch{Series: []SeriesData{{Labels: lset, Samples: old}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Samples.Rejected != 20 || res.Reasons[ReasonOutOfBounds] != 20 || len(res.Errors) != maxResultErrors {
+		t.Fatalf("rejected %d, reasons %v, %d errors: want 20, 20 out of bounds, %d errors", res.Samples.Rejected, res.Reasons, len(res.Errors), maxResultErrors)
+	}
+	for _, e := range res.Errors {
+		if !errors.Is(e, ErrOutOfBounds) || !strings.Contains(e.Error(), lset.String()) {
+			t.Fatalf("error %q: want ErrOutOfBounds naming %s", e, lset)
+		}
 	}
 }
