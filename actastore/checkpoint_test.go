@@ -584,7 +584,7 @@ func TestCheckpointCopiesHeadsAtTheCut(t *testing.T) {
 	for ref, w := range r.walData[checkpointKey] {
 		smps := slices.Clone(w.floats)
 		slices.SortFunc(smps, func(a, b Sample) int { return cmpInt64(a.T, b.T) })
-		inCkpt[r.ix.labels(nil, r.byRef[ref]).String()] = smps
+		inCkpt[r.ix.labels(nil, r.byRef.get(ref)).String()] = smps
 	}
 	checkWant(t, inCkpt, atCut.floats)
 	s.abandon()

@@ -420,7 +420,7 @@ func (s *Store) deleteExemplars(ms *memSeries, mint, maxt int64) error {
 // tombstone (replay) drops a deleted range from the replayed heads, and
 // keeps it to apply to the files once they are attached.
 func (rp *replayer) tombstone(t tombstone) error {
-	ms := rp.s.reg.byRef[t.Ref]
+	ms := rp.s.reg.byRef.get(t.Ref)
 	if ms == nil {
 		return nil
 	}
@@ -447,7 +447,7 @@ func (s *Store) applyTombstones() error {
 	var emptied []*memSeries
 	var done []tombstone
 	for _, t := range s.tombstones {
-		ms := s.reg.byRef[t.Ref]
+		ms := s.reg.byRef.get(t.Ref)
 		if ms == nil {
 			continue
 		}

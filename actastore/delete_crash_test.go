@@ -27,7 +27,7 @@ func TestDeleteThenRewriteSurvivesCrash(t *testing.T) {
 	rewritten := Sample{T: 2000, V: math.Float64frombits(0x7ff8000000000003)}
 	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{rewritten}},
 		{Labels: labels.FromStrings("__name__", "keep"), Samples: []Sample{{T: 5, V: 5}}}})
-	if err := s.flushSeries(s.reg.byRef[hashLabels(appendCanonicalLabels(nil, lset))]); err != nil {
+	if err := s.flushSeries(s.reg.byRef.get(hashLabels(appendCanonicalLabels(nil, lset)))); err != nil {
 		t.Fatal(err)
 	}
 	exp := []Sample{{T: 1000, V: 1}, rewritten, {T: 3000, V: 3}}
@@ -89,7 +89,7 @@ func TestDeleteOrdersWithLoggedCommits(t *testing.T) {
 // again and the backfill was lost).
 func TestRetriedDeletionKeepsLaterBackfill(t *testing.T) {
 	s, dir, opts, lset := openWithOneFile(t)
-	ms := s.reg.byRef[hashLabels(appendCanonicalLabels(nil, lset))]
+	ms := s.reg.byRef.get(hashLabels(appendCanonicalLabels(nil, lset)))
 	path := filePath(s.dir, floats, ms.ref, ms.floats.files[0])
 	// Make the deletion's rewrite fail: its temporary file's name is a directory.
 	tmp := lockedTmpPath(path)

@@ -30,7 +30,7 @@ type ReadOnly struct {
 	catalog *wal.Follower
 	wal     *wal.Follower
 	ix      *index
-	byRef   map[uint64]*memSeries
+	byRef   refTable
 	// walNewest is the newest timestamp of each series in the WAL records
 	// read so far: samples the server acknowledged, flushed or not.
 	walNewest map[uint64]int64
@@ -105,7 +105,6 @@ func OpenReadOnlyFor(dir string, ms ...*labels.Matcher) (*ReadOnly, error) {
 		catalog:    wal.NewFollower(filepath.Join(dir, catalogDirName)),
 		wal:        wal.NewFollower(filepath.Join(dir, walDirName)),
 		ix:         newIndex(),
-		byRef:      make(map[uint64]*memSeries),
 		walNewest:  make(map[uint64]int64),
 		walData:    make(map[int]map[uint64]*walSeries),
 		keepRef:    make(map[uint64]bool),
@@ -251,7 +250,7 @@ func (r *ReadOnly) keeps(ref uint64) bool {
 	if k, ok := r.keepRef[ref]; ok {
 		return k
 	}
-	ms := r.byRef[ref]
+	ms := r.byRef.get(ref)
 	if ms == nil {
 		r.unresolved[ref] = true
 		return true
@@ -266,7 +265,7 @@ func (r *ReadOnly) keeps(ref uint64) bool {
 func (r *ReadOnly) resolveKept() {
 	for ref := range r.unresolved {
 		delete(r.unresolved, ref)
-		if r.byRef[ref] == nil || r.keeps(ref) {
+		if r.byRef.get(ref) == nil || r.keeps(ref) {
 			continue
 		}
 		for _, m := range r.walData {
@@ -390,11 +389,11 @@ func walRuns[S any](r *ReadOnly, k kind[S], ref uint64, mint, maxt int64) [][]S 
 }
 
 func (r *ReadOnly) add(s seriesRec) error {
-	if r.byRef[s.Ref] != nil {
+	if r.byRef.get(s.Ref) != nil {
 		return nil
 	}
 	ms := newMemSeries(s.Ref, s.Created)
-	r.byRef[s.Ref] = ms
+	r.byRef.put(ms)
 	r.ix.add(ms, s.Labels)
 	return nil
 }

@@ -16,10 +16,10 @@ import (
 // what is not in the catalog yet. Its mu guards every field but num.
 type registry struct {
 	mu    sync.RWMutex
-	byRef map[uint64]*memSeries
+	byRef refTable
 	// moved are series whose ref is not their label hash (a hash
 	// collision gave them the next free ref), by label hash. Nearly
-	// always empty: a lookup tries byRef[hash] first.
+	// always empty: a lookup tries byRef.get(hash) first.
 	moved map[uint64][]*memSeries
 	ix    *index
 	// pending are series not yet in the catalog; they are written there
@@ -34,7 +34,7 @@ type registry struct {
 }
 
 func newRegistry() *registry {
-	return &registry{byRef: make(map[uint64]*memSeries), moved: make(map[uint64][]*memSeries),
+	return &registry{moved: make(map[uint64][]*memSeries),
 		ix: newIndex(), deleted: make(map[uint64]int64)}
 }
 
@@ -42,11 +42,11 @@ func newRegistry() *registry {
 // WAL); an existing ref is returned as is. Called with mu held or before
 // the store is shared.
 func (r *registry) addLocked(ref uint64, lset labels.Labels, created int64) *memSeries {
-	if ms, ok := r.byRef[ref]; ok {
+	if ms := r.byRef.get(ref); ms != nil {
 		return ms
 	}
 	ms := newMemSeries(ref, created)
-	r.byRef[ref] = ms
+	r.byRef.put(ms)
 	if h := hashLabels(appendCanonicalLabels(nil, lset)); h != ref {
 		r.moved[h] = append(r.moved[h], ms)
 	}
@@ -58,10 +58,10 @@ func (r *registry) addLocked(ref uint64, lset labels.Labels, created int64) *mem
 // removeLocked takes a series out of the maps and the index. Called with
 // mu held or before the store is shared.
 func (r *registry) removeLocked(ms *memSeries) {
-	if r.byRef[ms.ref] != ms {
+	if r.byRef.get(ms.ref) != ms {
 		return
 	}
-	delete(r.byRef, ms.ref)
+	r.byRef.delete(ms.ref)
 	if h := hashLabels(r.ix.syms.appendCanonical(nil, ms.syms)); h != ms.ref {
 		r.moved[h] = slices.DeleteFunc(r.moved[h], func(o *memSeries) bool { return o == ms })
 		if len(r.moved[h]) == 0 {
@@ -84,7 +84,7 @@ func (r *registry) labels(b *labels.ScratchBuilder, ms *memSeries) labels.Labels
 // lookupLocked finds the series with exactly lset among those whose labels
 // hash to h.
 func (r *registry) lookupLocked(h uint64, lset labels.Labels) *memSeries {
-	if ms := r.byRef[h]; ms != nil && r.ix.syms.equal(ms.syms, lset) {
+	if ms := r.byRef.get(h); ms != nil && r.ix.syms.equal(ms.syms, lset) {
 		return ms
 	}
 	for _, ms := range r.moved[h] {
@@ -114,7 +114,7 @@ func (r *registry) lookupPairsLocked(pairs []byte, buf *[]byte) *memSeries {
 	*buf = binary.AppendUvarint((*buf)[:0], uint64(n))
 	*buf = append(*buf, pairs...)
 	h := hashLabels(*buf)
-	if ms := r.byRef[h]; ms != nil && r.ix.syms.pairsEqual(ms.syms, pairs) {
+	if ms := r.byRef.get(h); ms != nil && r.ix.syms.pairsEqual(ms.syms, pairs) {
 		return ms
 	}
 	for _, ms := range r.moved[h] {
@@ -174,7 +174,7 @@ func nextBytes(src []byte) ([]byte, []byte, bool) {
 func (r *registry) newRefLocked(h uint64) uint64 {
 	ref := h
 	for {
-		if _, taken := r.byRef[ref]; !taken && ref != 0 {
+		if ref != 0 && r.byRef.get(ref) == nil {
 			return ref
 		}
 		ref++
@@ -227,7 +227,7 @@ func (r *registry) all() iter.Seq[*memSeries] {
 func (r *registry) get(ref uint64) *memSeries {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.byRef[ref]
+	return r.byRef.get(ref)
 }
 
 // resolver turns a SeriesData's labels into a series, creating it (not yet
@@ -280,8 +280,8 @@ func (rs *resolver) resolve(d *SeriesData) (*memSeries, string, error) {
 	if ms := r.lookupLocked(h, lset); ms != nil {
 		return ms, "", nil
 	}
-	if rs.maxSeries > 0 && len(r.byRef) >= rs.maxSeries {
-		return nil, ReasonTooManySeries, fmt.Errorf("%w: %d series stored, limit %d; refused %s", ErrTooManySeries, len(r.byRef), rs.maxSeries, lset)
+	if rs.maxSeries > 0 && r.byRef.len() >= rs.maxSeries {
+		return nil, ReasonTooManySeries, fmt.Errorf("%w: %d series stored, limit %d; refused %s", ErrTooManySeries, r.byRef.len(), rs.maxSeries, lset)
 	}
 	ref := r.newRefLocked(h)
 	if ref != h {

@@ -114,7 +114,7 @@ func (s *Store) scanFiles() (*scannedFiles, error) {
 // (impossible unless the catalog and WAL were lost) are logged and ignored.
 func (s *Store) attachFiles(sf *scannedFiles) {
 	attach := func(id kindID, ref uint64, starts []int64) {
-		ms := s.reg.byRef[ref]
+		ms := s.reg.byRef.get(ref)
 		if ms == nil {
 			s.log.Warn("series file without a catalog entry, ignored", "ref", fmt.Sprintf("%016x", ref), "kind", id)
 			return
@@ -133,7 +133,7 @@ func (s *Store) attachFiles(sf *scannedFiles) {
 		}
 	}
 	for _, ref := range sf.exemplars {
-		if ms := s.reg.byRef[ref]; ms != nil {
+		if ms := s.reg.byRef.get(ref); ms != nil {
 			ms.exemplarsLocked() // read when first needed
 		}
 	}
@@ -321,7 +321,7 @@ func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int
 
 func (rp *replayer) define(r seriesRec, seg int) error {
 	reg := rp.s.reg
-	ms := reg.byRef[r.Ref]
+	ms := reg.byRef.get(r.Ref)
 	if at, deleted := reg.deleted[r.Ref]; ms == nil && deleted && r.Created < at {
 		return nil // the definition of a series removed since
 	}
@@ -341,7 +341,7 @@ func (rp *replayer) define(r seriesRec, seg int) error {
 // every series of every record, builds no string (the concatenation was a
 // fifth of a replay's CPU in BenchmarkReplayFullHead).
 func (rp *replayer) series(ref uint64, seg int32, what func() string) (*memSeries, error) {
-	ms := rp.s.reg.byRef[ref]
+	ms := rp.s.reg.byRef.get(ref)
 	if ms != nil {
 		return ms, nil
 	}

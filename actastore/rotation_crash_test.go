@@ -143,7 +143,7 @@ func TestRotationCrashKill9(t *testing.T) {
 		keepFrom := rotCrashT(maxAck+1) - rotCrashKeep.Milliseconds()
 		for i := 0; i < rotCrashSeries; i++ {
 			counts := map[int64]int{}
-			ms := s.reg.byRef[refOf(t, s, rotCrashLabels(i))]
+			ms := s.reg.byRef.get(refOf(t, s, rotCrashLabels(i)))
 			for _, st := range ms.floats.files {
 				p := seriesFilePath(dir, ms.ref, st)
 				_, _, _, err := readFile(floats, nil, p, math.MinInt64, math.MaxInt64, func(run []Sample) error {

@@ -138,7 +138,7 @@ func TestRotationAtPeriodBoundaries(t *testing.T) {
 	}
 	// Pruning by names: a range inside 02:00-04:00 opens the 02:00 file
 	// only (the 04:00 file's minimum is known: it took no older sample).
-	ms := s.reg.byRef[r]
+	ms := s.reg.byRef.get(r)
 	ms.mu.Lock()
 	spans := filesInRange(&ms.floats, day0+3*hour, day0+3*hour+60000)
 	ms.mu.Unlock()

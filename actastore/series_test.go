@@ -91,7 +91,7 @@ func TestHashCollision(t *testing.T) {
 	s = openT(t, dir, Options{})
 	defer s.Close()
 	checkWant(t, selectAll(t, s, 0, 10), w)
-	if s.reg.byRef[hb] == nil || !labels.Equal(s.reg.ix.labels(nil, s.reg.byRef[hb]), a) || !labels.Equal(s.reg.ix.labels(nil, s.reg.byRef[hb+1]), b) {
+	if s.reg.byRef.get(hb) == nil || !labels.Equal(s.reg.ix.labels(nil, s.reg.byRef.get(hb)), a) || !labels.Equal(s.reg.ix.labels(nil, s.reg.byRef.get(hb+1)), b) {
 		t.Fatalf("refs changed across restart")
 	}
 	// Appending b again after restart finds the existing series.

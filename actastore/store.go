@@ -288,7 +288,7 @@ func (s *Store) loadCatalog() error {
 		delete(r.deleted, rec.Ref)
 		return nil
 	}, func(d deletedRec) {
-		if ms := r.byRef[d.Ref]; ms != nil {
+		if ms := r.byRef.get(d.Ref); ms != nil {
 			r.removeLocked(ms)
 		}
 		r.deleted[d.Ref] = d.At
@@ -308,7 +308,7 @@ func (s *Store) compactCatalog() error {
 	}
 	var dels []deletedRec
 	for ref, at := range r.deleted {
-		if r.byRef[ref] == nil {
+		if r.byRef.get(ref) == nil {
 			dels = append(dels, deletedRec{Ref: ref, At: at})
 		}
 	}

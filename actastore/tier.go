@@ -258,7 +258,7 @@ func (s *Store) openTier() error {
 func (t *tier) attach() {
 	s := t.s
 	for id, f := range t.files {
-		ms := s.reg.byRef[id.Ref]
+		ms := s.reg.byRef.get(id.Ref)
 		if ms == nil {
 			continue
 		}

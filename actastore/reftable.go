@@ -1,0 +1,137 @@
+package actastore
+
+// refTable maps series refs to their series: the registry's and a
+// ReadOnly's byRef. Its owner's lock guards it.
+//
+// A Go map of uint64 to pointer held 26-34 bytes a series at a million
+// series (16-byte slots and a control byte, 7/16 to 7/8 full). This table
+// holds 9 bytes a slot, the pointer and a tag byte, 7/12 to 7/8 full:
+// 10-16 bytes a series. The key is not stored: it is the series' own ref.
+//
+// Open addressing with linear probing. A probe reads the tag bytes, which
+// lie side by side, and reads a series only when its tag matches (1 in 128
+// others do), so a search stays a couple of cache lines long when the
+// table is 7/8 full. A shard grows by half, not double, so that its load
+// is not stuck near half for a count just below a power of two (a million
+// is 0.95 × 2^20). The table is split into 256 shards by the ref's top
+// byte, so growing rehashes about 1/256 of the series under the owner's
+// lock, not all of them at once. Refs are label hashes (xxhash64, or the
+// next free value after a collision), so every bit range is uniform: the
+// shard is bits 56-63, the tag bits 32-38, the home slot bits 0-31.
+type refTable struct {
+	shards [refShards]refShard
+	n      int
+}
+
+const refShards = 256
+
+type refShard struct {
+	tags  []uint8 // 0: empty; else 0x80 | tagOf(ref)
+	slots []*memSeries
+	n     int
+}
+
+func shardOf(ref uint64) int { return int(ref >> 56) }
+
+func tagOf(ref uint64) uint8 { return 0x80 | uint8(ref>>32)&0x7f }
+
+// home is ref's first slot in a shard of c slots (c > 0): the low 32 bits
+// scaled to [0, c) by a multiply, which needs no power-of-two size.
+func home(ref uint64, c int) int { return int(uint64(uint32(ref)) * uint64(c) >> 32) }
+
+// len is the number of series held.
+func (t *refTable) len() int { return t.n }
+
+// get returns the series of ref, or nil.
+func (t *refTable) get(ref uint64) *memSeries {
+	sh := &t.shards[shardOf(ref)]
+	c := len(sh.tags)
+	if c == 0 {
+		return nil
+	}
+	tag := tagOf(ref)
+	for i := home(ref, c); ; {
+		switch sh.tags[i] {
+		case 0:
+			return nil
+		case tag:
+			if ms := sh.slots[i]; ms.ref == ref {
+				return ms
+			}
+		}
+		if i++; i == c {
+			i = 0
+		}
+	}
+}
+
+// put adds ms under ms.ref, which must not be held yet.
+func (t *refTable) put(ms *memSeries) {
+	sh := &t.shards[shardOf(ms.ref)]
+	if (sh.n+1)*8 > len(sh.tags)*7 {
+		sh.grow()
+	}
+	sh.insert(ms)
+	sh.n++
+	t.n++
+}
+
+// insert places ms in the first empty slot from its home.
+func (sh *refShard) insert(ms *memSeries) {
+	c := len(sh.tags)
+	i := home(ms.ref, c)
+	for sh.tags[i] != 0 {
+		if i++; i == c {
+			i = 0
+		}
+	}
+	sh.tags[i], sh.slots[i] = tagOf(ms.ref), ms
+}
+
+// grow makes the shard half as large again (8 slots at first) and
+// rehashes what it holds.
+func (sh *refShard) grow() {
+	old := sh.slots
+	c := max(8, len(old)+len(old)/2)
+	sh.tags, sh.slots = make([]uint8, c), make([]*memSeries, c)
+	for _, ms := range old {
+		if ms != nil {
+			sh.insert(ms)
+		}
+	}
+}
+
+// delete removes the series of ref, if held. The slots after it that
+// probed past it move back (no tombstones), so no search stops early.
+func (t *refTable) delete(ref uint64) {
+	sh := &t.shards[shardOf(ref)]
+	c := len(sh.tags)
+	if c == 0 {
+		return
+	}
+	tag := tagOf(ref)
+	i := home(ref, c)
+	for ; ; i = (i + 1) % c {
+		if sh.tags[i] == 0 {
+			return
+		}
+		if sh.tags[i] == tag && sh.slots[i].ref == ref {
+			break
+		}
+	}
+	sh.tags[i], sh.slots[i] = 0, nil
+	sh.n--
+	t.n--
+	// i is the hole. An entry at j (later in the run) may fill it unless
+	// its home lies cyclically in (i, j]: it would then be found before
+	// reaching the hole's place.
+	for j := (i + 1) % c; sh.tags[j] != 0; j = (j + 1) % c {
+		h := home(sh.slots[j].ref, c)
+		if (i < j && i < h && h <= j) || (j < i && (i < h || h <= j)) {
+			continue
+		}
+		sh.tags[i], sh.slots[i] = sh.tags[j], sh.slots[j]
+		sh.tags[j], sh.slots[j] = 0, nil
+		i = j
+	}
+}
