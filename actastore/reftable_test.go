@@ -1,22 +1,24 @@
 package actastore
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
 
-// TestRefTable runs random puts, gets and deletes against a Go map. The
-// refs are drawn so that many share a shard, a home slot or a tag, and
-// runs wrap around a shard's end, which is where backward-shift deletion
-// can go wrong.
+// TestRefTable runs random puts, gets and deletes against a Go map. Seeds
+// 0-2 draw from refs found to crowd two shards and the first and last
+// 64th of their slots (by their mixed value), so runs wrap around a
+// shard's end and deletions shift entries back across it, where
+// backward-shift deletion can go wrong; the others spread over every
+// shard.
 func TestRefTable(t *testing.T) {
+	crowd := crowdedRefs(3000)
 	for seed := range uint64(6) {
 		rng := rand.New(rand.NewPCG(seed, 99))
-		// Few shards and homes: seeds 0-2 crowd 2 shards with 64 low
-		// words; the others spread over every shard.
 		ref := func() uint64 {
 			if seed < 3 {
-				return uint64(rng.IntN(2))<<56 | uint64(rng.IntN(4))<<32 | uint64(rng.IntN(64))<<26 | uint64(rng.IntN(3))
+				return crowd[rng.IntN(len(crowd))]
 			}
 			return rng.Uint64()
 		}
@@ -60,7 +62,7 @@ func TestRefTable(t *testing.T) {
 			sh := &tab.shards[i]
 			held := 0
 			for j, ms := range sh.slots {
-				if (ms == nil) != (sh.tags[j] == 0) || ms != nil && (want[ms.ref] != ms || sh.tags[j] != tagOf(ms.ref) || shardOf(ms.ref) != i) {
+				if (ms == nil) != (sh.tags[j] == 0) || ms != nil && (want[ms.ref] != ms || sh.tags[j] != tagOf(mix(ms.ref)) || shardOf(mix(ms.ref)) != i) {
 					t.Fatalf("seed %d: shard %d slot %d: tag %#x series %+v", seed, i, j, sh.tags[j], ms)
 				}
 				if ms != nil {
@@ -79,6 +81,62 @@ func TestRefTable(t *testing.T) {
 		tab.delete(1<<63 | 12345)
 		if tab.len() != len(want) {
 			t.Fatalf("seed %d: len %d after deleting an absent ref, want %d", seed, tab.len(), len(want))
+		}
+	}
+}
+
+// crowdedRefs returns n refs whose mixed values fall in shards 0 and 1
+// and in the first or last 64th of a shard's slots.
+func crowdedRefs(n int) []uint64 {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var out []uint64
+	for len(out) < n {
+		r := rng.Uint64()
+		k := mix(r)
+		if lo := uint32(k); shardOf(k) < 2 && (lo < 1<<26 || lo >= math.MaxUint32-1<<26) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestRefTableSpread holds what mix is for: refs that share their bits
+// (100,000 sequential small refs, and as many that differ only in their
+// top byte) spread over the shards and sit near their home slots as random
+// refs do, instead of all probing from one slot.
+func TestRefTableSpread(t *testing.T) {
+	for name, ref := range map[string]func(i int) uint64{
+		"sequential": func(i int) uint64 { return uint64(i + 1) },
+		"top byte":   func(i int) uint64 { return uint64(i)<<56 | 12345 },
+	} {
+		var tab refTable
+		n := 100_000
+		if name == "top byte" {
+			n = 256
+		}
+		for i := range n {
+			tab.put(&memSeries{ref: ref(i)})
+		}
+		shards, dist := 0, 0
+		for s := range tab.shards {
+			sh := &tab.shards[s]
+			if sh.n > 0 {
+				shards++
+			}
+			c := len(sh.tags)
+			for j, ms := range sh.slots {
+				if ms != nil {
+					dist += (j - home(mix(ms.ref), c) + c) % c
+				}
+			}
+		}
+		if mean := float64(dist) / float64(n); mean > 8 || shards < min(n/2, 200) {
+			t.Fatalf("%s: %d refs in %d shards, %.1f slots from home on average; want at least %d shards and at most 8", name, n, shards, mean, min(n/2, 200))
+		}
+		for i := range n {
+			if ms := tab.get(ref(i)); ms == nil || ms.ref != ref(i) {
+				t.Fatalf("%s: get(%#x) = %v", name, ref(i), ms)
+			}
 		}
 	}
 }
