@@ -29,11 +29,14 @@ type Batch struct {
 type SeriesData struct {
 	Labels labels.Labels
 	// LabelPairs, when set, stands for Labels (left empty): the series'
-	// label pairs in the order the sender sent them, each appended by
-	// AppendLabelPair. The store looks a known series up by these bytes,
-	// and decodes, sorts and validates them only for a series it does not
-	// know yet, so a receiver never builds a labels.Labels for the series
-	// it sees again and again.
+	// labels in the order the sender sent them, in the canonical
+	// encoding's form: their count (AppendLabelCount), then each label
+	// (AppendLabelPair). For labels sent sorted these bytes are the
+	// series' canonical encoding, so the store finds a known series by
+	// their hash, compared with its stored labels byte for byte, and
+	// decodes, sorts and validates them only for a series it does not know
+	// yet: a receiver never builds a labels.Labels for the series it sees
+	// again and again.
 	LabelPairs []byte
 	Samples    []Sample
 	Histograms []HistogramSample
@@ -46,8 +49,15 @@ type SeriesData struct {
 	HistogramStarts []StartTime
 }
 
-// AppendLabelPair appends one label to a SeriesData.LabelPairs encoding:
-// uvarint name length, name, uvarint value length, value.
+// AppendLabelCount starts a SeriesData.LabelPairs encoding: the number of
+// labels that follow, as a uvarint.
+func AppendLabelCount(dst []byte, n int) []byte {
+	return binary.AppendUvarint(dst, uint64(n))
+}
+
+// AppendLabelPair appends one label to a SeriesData.LabelPairs encoding
+// (after AppendLabelCount): uvarint name length, name, uvarint value
+// length, value.
 func AppendLabelPair(dst, name, value []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(name)))
 	dst = append(dst, name...)
@@ -55,10 +65,17 @@ func AppendLabelPair(dst, name, value []byte) []byte {
 	return append(dst, value...)
 }
 
-// labelsFromPairs decodes a LabelPairs encoding into a sorted label set.
+// labelsFromPairs decodes a LabelPairs encoding into a sorted label set;
+// a count other than the labels that follow is an error.
 func labelsFromPairs(b *labels.ScratchBuilder, pairs []byte) (labels.Labels, error) {
 	b.Reset()
-	for len(pairs) > 0 {
+	n, k := binary.Uvarint(pairs)
+	if k <= 0 {
+		return labels.EmptyLabels(), fmt.Errorf("%w: bad label pair encoding", ErrInvalidSeries)
+	}
+	pairs = pairs[k:]
+	got := uint64(0)
+	for ; len(pairs) > 0; got++ {
 		var name, value string
 		var ok bool
 		if name, pairs, ok = readString(pairs); !ok {
@@ -68,6 +85,9 @@ func labelsFromPairs(b *labels.ScratchBuilder, pairs []byte) (labels.Labels, err
 			return labels.EmptyLabels(), fmt.Errorf("%w: bad label pair encoding", ErrInvalidSeries)
 		}
 		b.Add(name, value)
+	}
+	if got != n {
+		return labels.EmptyLabels(), fmt.Errorf("%w: bad label pair encoding: count %d, %d labels follow", ErrInvalidSeries, n, got)
 	}
 	b.Sort()
 	return b.Labels(), nil

@@ -44,7 +44,7 @@ func benchCommitKnown(b *testing.B, ls []labels.Labels) {
 	defer s.abandon()
 	pairs := make([][]byte, series)
 	for i, l := range ls {
-		l.Range(func(lb labels.Label) { pairs[i] = AppendLabelPair(pairs[i], []byte(lb.Name), []byte(lb.Value)) })
+		pairs[i] = pairsOfLabels(l)
 	}
 	smps := make([]Sample, batch)
 	var bt Batch

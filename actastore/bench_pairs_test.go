@@ -3,8 +3,6 @@ package actastore
 import (
 	"testing"
 	"time"
-
-	"github.com/prometheus/prometheus/model/labels"
 )
 
 // BenchmarkCommitLabelPairs: one op commits one sample for each of 2000
@@ -17,7 +15,7 @@ func BenchmarkCommitLabelPairs(b *testing.B) {
 	defer s.abandon()
 	pairs := make([][]byte, n)
 	for i, l := range ls {
-		l.Range(func(lb labels.Label) { pairs[i] = AppendLabelPair(pairs[i], []byte(lb.Name), []byte(lb.Value)) })
+		pairs[i] = pairsOfLabels(l)
 	}
 	smps := make([]Sample, n)
 	var batch Batch

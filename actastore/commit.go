@@ -134,9 +134,8 @@ type txn struct {
 	ss         []refStarts
 	stDropped  [numStartReasons]int
 	// known[i] is the series of the batch's i-th entry found by
-	// resolveKnown (nil: resolve it); lbuf is its scratch.
+	// resolveKnown (nil: resolve it).
 	known []*memSeries
-	lbuf  []byte
 }
 
 // txnStarts is the start timestamps of series[i]: ranges of fsts and hsts.
@@ -186,7 +185,7 @@ func (t *txn) release() {
 	*t = txn{series: t.series[:0], floats: t.floats[:0], hists: t.hists[:0], exs: t.exs[:0], meta: t.meta[:0],
 		defs: t.defs[:0], logged: t.logged[:0], recs: t.recs[:0], rb: t.rb, fs: t.fs[:0], hs: t.hs[:0], es: t.es[:0],
 		rs: resolver{canon: t.rs.canon[:0]}, fsts: t.fsts[:0], hsts: t.hsts[:0], ss: t.ss[:0], stSeries: t.stSeries[:0],
-		known: t.known[:0], lbuf: t.lbuf[:0]}
+		known: t.known[:0]}
 	txnPool.Put(t)
 }
 

@@ -16,7 +16,7 @@ func (t *txn) resolveKnown(ss []SeriesData) {
 		d := &ss[i]
 		var ms *memSeries
 		if d.Labels.IsEmpty() && len(d.LabelPairs) > 0 {
-			ms = r.lookupPairsLocked(d.LabelPairs, &t.lbuf)
+			ms = r.lookupPairsLocked(d.LabelPairs)
 		}
 		t.known = append(t.known, ms)
 	}

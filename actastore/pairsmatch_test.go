@@ -3,19 +3,28 @@ package actastore
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
+// pairsOf is the LabelPairs encoding of name, value, ... in this order.
 func pairsOf(kv ...string) []byte {
-	var p []byte
+	p := AppendLabelCount(nil, len(kv)/2)
 	for i := 0; i < len(kv); i += 2 {
 		p = AppendLabelPair(p, []byte(kv[i]), []byte(kv[i+1]))
 	}
+	return p
+}
+
+// pairsOfLabels is the LabelPairs encoding of l, in its order.
+func pairsOfLabels(l labels.Labels) []byte {
+	p := AppendLabelCount(nil, l.Len())
+	l.Range(func(lb labels.Label) { p = AppendLabelPair(p, []byte(lb.Name), []byte(lb.Value)) })
 	return p
 }
 
@@ -34,25 +43,23 @@ func TestSymbolsPairsEqual(t *testing.T) {
 				want  bool
 			}{
 				{pairsOf("__name__", "m", name, value), true},
-				{pairsOf(name, value, "__name__", "m"), name < "__name__"}, // the other order
-				{pairsOf("__name__", "m", name, value+"x"), false},         // longer value
-				{pairsOf("__name__", "m", name, value[1:]), false},         // shorter value
-				{pairsOf("__name__", "m"), false},                          // a label missing
-				{pairsOf("__name__", "m", name, value, "z", "1"), false},   // one more
-				{pairsOf("__name__", "n", name, value), false},             // other name value
-				{[]byte(ids), false},                                       // the ids themselves
+				{pairsOf(name, value, "__name__", "m"), name < "__name__"},   // the other order
+				{pairsOf("__name__", "m", name, value+"x"), false},           // longer value
+				{pairsOf("__name__", "m", name, value[1:]), false},           // shorter value
+				{pairsOf("__name__", "m"), false},                            // a label missing
+				{pairsOf("__name__", "m", name, value, "z", "1"), false},     // one more
+				{pairsOf("__name__", "n", name, value), false},               // other name value
+				{[]byte(ids), false},                                         // the ids themselves
+				{withCount(3, pairsOf("__name__", "m", name, value)), false}, // a count of 3, two labels
+				{withCount(1, pairsOf("__name__", "m", name, value)), false}, // a count of 1, two labels
+				{pairsOf("__name__", "m", name, value)[1:], false},           // no count
 			}
 			for i, c := range cases {
-				n, ok := countPairs(c.pairs)
-				if !ok {
-					if c.want {
-						t.Fatalf("%d/%d case %d: pairs do not parse", nl, vl, i)
+				if c.want {
+					var sb labels.ScratchBuilder
+					if ls, err := labelsFromPairs(&sb, c.pairs); err != nil || !labels.Equal(ls, lset) {
+						t.Fatalf("%d/%d case %d: the pairs parse as %v (%v), want %s", nl, vl, i, ls, err, lset)
 					}
-					continue
-				}
-				var sb labels.ScratchBuilder
-				if ls, err := labelsFromPairs(&sb, c.pairs); err != nil || ls.Len() != n {
-					t.Fatalf("%d/%d case %d: count %d, the pairs parse as %v (%v)", nl, vl, i, n, ls, err)
 				}
 				got, slow := syms.pairsEqual(ids, c.pairs), pairsEqual(c.pairs, lset)
 				if got != c.want || slow != c.want {
@@ -63,13 +70,25 @@ func TestSymbolsPairsEqual(t *testing.T) {
 	}
 }
 
-// shortestPairs reports whether well-formed pairs give every length in its
-// shortest uvarint form.
+// withCount replaces the count of a LabelPairs encoding (one byte) by n.
+func withCount(n int, pairs []byte) []byte {
+	return append(AppendLabelCount(nil, n), pairs[1:]...)
+}
+
+// shortestPairs reports whether p is a well-formed LabelPairs encoding
+// giving its count and every length in the shortest uvarint form.
 func shortestPairs(p []byte) bool {
-	var again []byte
-	for rest := p; len(rest) > 0; {
+	n, k := binary.Uvarint(p)
+	if k <= 0 {
+		return false
+	}
+	again := binary.AppendUvarint(nil, n)
+	for rest := p[k:]; len(rest) > 0; {
 		var s []byte
-		s, rest, _ = nextBytes(rest)
+		var ok bool
+		if s, rest, ok = nextBytes(rest); !ok {
+			return false
+		}
 		again = binary.AppendUvarint(again, uint64(len(s)))
 		again = append(again, s...)
 	}
@@ -84,6 +103,8 @@ func FuzzSymbolsPairsEqual(f *testing.F) {
 	f.Add(pairsOf("__name__", "m", "a", strings.Repeat("x", 130)), "m", "a", strings.Repeat("x", 130))
 	f.Add([]byte{8, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 0x81, 1, 'x'}, "m", "a", "1")
 	f.Add([]byte{8, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 0x81, 0, 'm', 1, 'a', 1, '1'}, "m", "a", "1")
+	f.Add([]byte{2, 8, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 0x81, 0, 'm', 1, 'a', 1, '1'}, "m", "a", "1")
+	f.Add([]byte{0x82, 0, 8, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 1, 'm', 1, 'a', 1, '1'}, "m", "a", "1")
 	syms := newSymbols()
 	f.Fuzz(func(t *testing.T, pairs []byte, name, ln, lv string) {
 		lset := labels.FromStrings("__name__", name, ln, lv)
@@ -94,12 +115,11 @@ func FuzzSymbolsPairsEqual(f *testing.F) {
 		if got, want := syms.appendCanonical(nil, ids), appendCanonicalLabels(nil, lset); string(got) != string(want) {
 			t.Fatalf("%s: canonical %q from symbols, %q from labels", lset, got, want)
 		}
-		for _, p := range [][]byte{pairs, lset.Bytes(nil), append(lset.Bytes(nil), pairs...), []byte(ids)} {
-			if _, ok := countPairs(p); !ok {
-				continue
-			}
-			// Lengths in a longer uvarint form than the shortest are not
-			// the series' pairs to symbols.pairsEqual (nor to its hash).
+		counted := AppendLabelCount(nil, lset.Len())
+		for _, p := range [][]byte{pairs, lset.Bytes(nil), slices.Concat(counted, lset.Bytes(nil)), slices.Concat(counted, pairs), []byte(ids)} {
+			// A count or lengths in a longer uvarint form than the
+			// shortest are not the series' pairs to symbols.pairsEqual
+			// (nor to its hash).
 			got, want := syms.pairsEqual(ids, p), pairsEqual(p, lset) && shortestPairs(p)
 			if got != want {
 				t.Fatalf("pairs %q, labels %s: symbols.pairsEqual %v, pairsEqual %v", p, lset, got, want)
@@ -149,43 +169,6 @@ func TestCommitLabelPairsLongValue(t *testing.T) {
 	}
 }
 
-// BenchmarkPairsHash: the known-series hash of a receiver's label pairs,
-// by xxhash's Digest (count, then pairs) and by one Sum64 of a copy
-// (lookupPairsLocked); both give the same value.
-func BenchmarkPairsHash(b *testing.B) {
-	ls := benchLabels(10_000)
-	pairs := make([][]byte, len(ls))
-	for i, l := range ls {
-		l.Range(func(lb labels.Label) { pairs[i] = AppendLabelPair(pairs[i], []byte(lb.Name), []byte(lb.Value)) })
-	}
-	b.Run("digest", func(b *testing.B) {
-		var sum uint64
-		for i := range b.N {
-			p := pairs[i%len(pairs)]
-			n, _ := countPairs(p)
-			var d xxhash.Digest
-			d.Reset()
-			var cnt [binary.MaxVarintLen64]byte
-			d.Write(cnt[:binary.PutUvarint(cnt[:], uint64(n))])
-			d.Write(p)
-			sum += d.Sum64()
-		}
-		_ = sum
-	})
-	b.Run("sum64", func(b *testing.B) {
-		var sum uint64
-		var buf []byte
-		for i := range b.N {
-			p := pairs[i%len(pairs)]
-			n, _ := countPairs(p)
-			buf = binary.AppendUvarint(buf[:0], uint64(n))
-			buf = append(buf, p...)
-			sum += xxhash.Sum64(buf)
-		}
-		_ = sum
-	})
-}
-
 // lookupPairsLocked finds a series created from Labels by its sorted
 // label pairs (so its hash is the ref's: a series new to it would be
 // created again by resolve and this test could not tell), whether or not
@@ -205,7 +188,6 @@ func TestLookupPairsFast(t *testing.T) {
 	if res, err := s.Commit(context.Background(), &b); err != nil || res.Samples.Written != 2 {
 		t.Fatalf("commit: %+v, %v", res, err)
 	}
-	var buf []byte
 	for _, c := range []struct {
 		pairs []byte
 		want  labels.Labels // empty: not found
@@ -217,13 +199,62 @@ func TestLookupPairsFast(t *testing.T) {
 		{pairsOf("__name__", "m", "a", long[1:]), labels.EmptyLabels()},
 	} {
 		s.reg.mu.RLock()
-		ms := s.reg.lookupPairsLocked(c.pairs, &buf)
+		ms := s.reg.lookupPairsLocked(c.pairs)
 		s.reg.mu.RUnlock()
 		switch {
 		case c.want.IsEmpty() && ms != nil:
 			t.Errorf("pairs %.40q: found %s, want none", c.pairs, s.reg.ix.labels(nil, ms))
 		case !c.want.IsEmpty() && (ms == nil || !labels.Equal(s.reg.ix.labels(nil, ms), c.want)):
 			t.Errorf("pairs %.40q: found %v, want %s", c.pairs, ms, c.want)
+		}
+	}
+}
+
+// The count of a LabelPairs encoding is checked, also where it takes two
+// bytes (128 labels or more): sorted pairs with their count find their
+// series; the same pairs with another count, or the count in a longer
+// form, do not, even when a series sits under the ref they hash to (a
+// decoy of the same labels, so only the count tells them apart).
+func TestLookupPairsCount(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, n := range []int{2, 127, 128, 129, 300} {
+		var sb labels.ScratchBuilder
+		sb.Add("__name__", "m")
+		for i := 1; i < n; i++ {
+			sb.Add(fmt.Sprintf("l%03d", i), "v")
+		}
+		sb.Sort()
+		lset := sb.Labels()
+		var b Batch
+		b.Add(lset, []Sample{{T: 1, V: 1}}, nil, nil)
+		if res, err := s.Commit(context.Background(), &b); err != nil || res.Samples.Written != 1 {
+			t.Fatalf("%d labels: commit: %+v, %v", n, res, err)
+		}
+		pairs := pairsOfLabels(lset)
+		_, k := binary.Uvarint(pairs)
+		s.reg.mu.RLock()
+		ms := s.reg.lookupPairsLocked(pairs)
+		s.reg.mu.RUnlock()
+		if ms == nil || !labels.Equal(s.reg.ix.labels(nil, ms), lset) {
+			t.Fatalf("%d labels: sorted pairs found %v", n, ms)
+		}
+		longer := AppendLabelCount(nil, n) // n in k+1 bytes: a last byte of 0 added
+		longer[k-1] |= 0x80
+		longer = append(longer, 0)
+		for _, count := range [][]byte{AppendLabelCount(nil, n-1), AppendLabelCount(nil, n+1), AppendLabelCount(nil, 0), longer} {
+			wrong := slices.Concat(count, pairs[k:])
+			s.reg.mu.Lock()
+			decoy := s.reg.addLocked(hashLabels(wrong), lset, 0)
+			got := s.reg.lookupPairsLocked(wrong)
+			s.reg.removeLocked(decoy)
+			s.reg.mu.Unlock()
+			if got != nil {
+				t.Fatalf("%d labels, count % x: found %s", n, count, s.reg.ix.labels(nil, got))
+			}
 		}
 	}
 }

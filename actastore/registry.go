@@ -97,23 +97,13 @@ func (r *registry) lookupLocked(h uint64, lset labels.Labels) *memSeries {
 
 // lookupPairsLocked finds a series by its label pairs as a receiver sent
 // them (SeriesData.LabelPairs), without building labels: when they came
-// sorted, uvarint(count) followed by the pairs is exactly the series'
-// canonical encoding, so its hash is the series' ref (or, after a
-// collision, a key of moved). The match is verified against the stored
-// labels byte for byte (symbols.pairsEqual). Unsorted pairs are not found
-// here.
-// buf is scratch. Called with mu held (read).
-func (r *registry) lookupPairsLocked(pairs []byte, buf *[]byte) *memSeries {
-	n, ok := countPairs(pairs)
-	if !ok {
-		return nil
-	}
-	// The canonical encoding is uvarint(n) then the pairs: copied into one
-	// buffer and hashed at once (xxhash.Sum64 is the digest's value, with
-	// less work for a short input than Digest's Write, Write and Sum64).
-	*buf = binary.AppendUvarint((*buf)[:0], uint64(n))
-	*buf = append(*buf, pairs...)
-	h := hashLabels(*buf)
+// sorted they are exactly the series' canonical encoding, so their hash
+// is the series' ref (or, after a collision, a key of moved). The match is
+// verified against the stored labels byte for byte, count included
+// (symbols.pairsEqual). Unsorted pairs are not found here. Called with mu
+// held (read).
+func (r *registry) lookupPairsLocked(pairs []byte) *memSeries {
+	h := hashLabels(pairs)
 	if ms := r.byRef.get(h); ms != nil && r.ix.syms.pairsEqual(ms.syms, pairs) {
 		return ms
 	}
@@ -125,25 +115,14 @@ func (r *registry) lookupPairsLocked(pairs []byte, buf *[]byte) *memSeries {
 	return nil
 }
 
-// countPairs counts the labels of a LabelPairs encoding; ok is false when
-// it is malformed.
-func countPairs(pairs []byte) (n int, ok bool) {
-	for len(pairs) > 0 {
-		for range 2 {
-			l, k := binary.Uvarint(pairs)
-			if k <= 0 || l > uint64(len(pairs)-k) {
-				return 0, false
-			}
-			pairs = pairs[k+int(l):]
-		}
-		n++
-	}
-	return n, true
-}
-
 // pairsEqual reports whether a LabelPairs encoding holds exactly lset, in
 // its order.
 func pairsEqual(pairs []byte, lset labels.Labels) bool {
+	n, k := binary.Uvarint(pairs)
+	if k <= 0 || n != uint64(lset.Len()) {
+		return false
+	}
+	pairs = pairs[k:]
 	eq := true
 	lset.Range(func(l labels.Label) {
 		if !eq {
@@ -249,7 +228,7 @@ func (rs *resolver) resolve(d *SeriesData) (*memSeries, string, error) {
 	lset := d.Labels
 	if lset.IsEmpty() && len(d.LabelPairs) > 0 {
 		rs.r.mu.RLock()
-		ms := rs.r.lookupPairsLocked(d.LabelPairs, &rs.canon)
+		ms := rs.r.lookupPairsLocked(d.LabelPairs)
 		rs.r.mu.RUnlock()
 		if ms != nil {
 			return ms, "", nil

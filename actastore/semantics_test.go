@@ -185,11 +185,8 @@ func TestLabelOrder(t *testing.T) {
 	if res, err := s.Append(ctx, []SeriesSamples{{Labels: unsorted, Samples: []Sample{{T: 1000, V: 1}}}}); err != nil || res.SamplesWritten != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	var pairs []byte
-	pairs = AppendLabelPair(pairs, []byte("__name__"), []byte("up"))
-	pairs = AppendLabelPair(pairs, []byte("Host"), []byte("a"))
 	var bb Batch
-	bb.Series = append(bb.Series, SeriesData{LabelPairs: pairs, Samples: []Sample{{T: 2000, V: 2}}})
+	bb.Series = append(bb.Series, SeriesData{LabelPairs: pairsOf("__name__", "up", "Host", "a"), Samples: []Sample{{T: 2000, V: 2}}})
 	if res, err := s.Commit(ctx, &bb); err != nil || res.Samples.Written != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}

@@ -203,11 +203,25 @@ func (s *symbols) equal(syms string, lset labels.Labels) bool {
 	return eq && syms == ""
 }
 
-// pairsEqual reports whether a LabelPairs encoding (uvarint length, bytes;
-// name, value, ...) is exactly the labels of syms, in their order, each
-// length in its shortest form (as receivers and Prometheus write them; a
-// longer form would not hash to the series' ref either).
+// pairsEqual reports whether a LabelPairs encoding (uvarint count, then
+// uvarint length, bytes; name, value, ...) is exactly the labels of syms,
+// in their order, the count and each length in its shortest form (as
+// receivers and Prometheus write them; a longer form would not hash to the
+// series' ref either).
 func (s *symbols) pairsEqual(syms string, pairs []byte) bool {
+	var n uint64
+	if len(pairs) > 0 && pairs[0] < 0x80 {
+		n, pairs = uint64(pairs[0]), pairs[1:]
+	} else {
+		// 128 labels or more (a limit allows it), or no count at all. A
+		// uvarint of several bytes is in its shortest form when its last
+		// byte is not 0.
+		var k int
+		if n, k = binary.Uvarint(pairs); k <= 0 || pairs[k-1] == 0 {
+			return false
+		}
+		pairs = pairs[k:]
+	}
 	tab := s.syms
 	for syms != "" {
 		var id uint64
@@ -221,8 +235,9 @@ func (s *symbols) pairsEqual(syms string, pairs []byte) bool {
 			return false
 		}
 		pairs = pairs[len(enc):]
+		n--
 	}
-	return len(pairs) == 0
+	return len(pairs) == 0 && n == 0
 }
 
 // appendCanonical appends the canonical encoding of syms' labels

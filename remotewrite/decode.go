@@ -77,6 +77,7 @@ func (h *Handler) endSeries(s *scratch, idx, lo, hlo, elo int, md *actastore.Met
 	}
 	if n > 0 || nh > 0 || ne > 0 {
 		plo := len(s.lp)
+		s.lp = actastore.AppendLabelCount(s.lp, len(s.pairs))
 		for _, p := range s.pairs {
 			s.lp = actastore.AppendLabelPair(s.lp, bytesOf(p.name), bytesOf(p.value))
 		}

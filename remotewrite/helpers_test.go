@@ -120,23 +120,34 @@ func v2Req(sets ...[]string) *writev2.Request {
 	return req
 }
 
-// pairsLabels decodes a SeriesData.LabelPairs encoding (uvarint length,
-// name, uvarint length, value; see actastore.AppendLabelPair) into a
-// sorted label set, as the store does; it panics on a bad encoding.
+// pairsLabels decodes a SeriesData.LabelPairs encoding (uvarint count,
+// then uvarint length, name, uvarint length, value; see
+// actastore.AppendLabelCount and AppendLabelPair) into a sorted label set,
+// as the store does; it panics on a bad encoding or a wrong count.
 func pairsLabels(b []byte) labels.Labels {
 	var sb labels.ScratchBuilder
+	enc := b
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		panic(fmt.Sprintf("bad label count % x", enc))
+	}
+	b = b[k:]
 	read := func() string {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < n {
-			panic(fmt.Sprintf("bad label pair encoding % x", b))
+			panic(fmt.Sprintf("bad label pair encoding % x", enc))
 		}
 		s := string(b[k : k+int(n)])
 		b = b[k+int(n):]
 		return s
 	}
-	for len(b) > 0 {
+	got := uint64(0)
+	for ; len(b) > 0; got++ {
 		name := read()
 		sb.Add(name, read())
+	}
+	if got != n {
+		panic(fmt.Sprintf("label count %d, %d labels follow: % x", n, got, enc))
 	}
 	sb.Sort()
 	return sb.Labels()

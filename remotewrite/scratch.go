@@ -42,7 +42,7 @@ type scratch struct {
 	sts, hsts   []actastore.StartTime
 	stlo, hstlo int
 	spans       []span
-	lp          []byte // arena: every stored series' label pairs (actastore.AppendLabelPair)
+	lp          []byte // arena: every stored series' label count and pairs (actastore.AppendLabelCount, AppendLabelPair)
 	pairs       []pair // the series being converted: its labels with a value, at most limit+1
 	npairs      int    // its labels with a value, all of them
 	sb          labels.ScratchBuilder
