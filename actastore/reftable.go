@@ -70,20 +70,29 @@ func (t *refTable) len() int { return t.n }
 
 // get returns the series of ref, or nil.
 func (t *refTable) get(ref uint64) *memSeries {
+	if sh, i := t.find(ref); i >= 0 {
+		return sh.slots[i]
+	}
+	return nil
+}
+
+// find returns the shard of ref and the slot of its series, -1 when there
+// is none.
+func (t *refTable) find(ref uint64) (*refShard, int) {
 	k := mix(ref)
 	sh := &t.shards[shardOf(k)]
 	c := len(sh.tags)
 	if c == 0 {
-		return nil
+		return sh, -1
 	}
 	tag := tagOf(k)
 	for i := home(k, c); ; {
 		switch sh.tags[i] {
 		case 0:
-			return nil
+			return sh, -1
 		case tag:
-			if ms := sh.slots[i]; ms.ref == ref {
-				return ms
+			if sh.slots[i].ref == ref {
+				return sh, i
 			}
 		}
 		if i++; i == c {
@@ -94,18 +103,20 @@ func (t *refTable) get(ref uint64) *memSeries {
 
 // put adds ms under ms.ref, which must not be held yet.
 func (t *refTable) put(ms *memSeries) {
-	sh := &t.shards[shardOf(mix(ms.ref))]
+	k := mix(ms.ref)
+	sh := &t.shards[shardOf(k)]
 	if (sh.n+1)*8 > len(sh.tags)*7 {
 		sh.grow()
 	}
-	sh.insert(ms)
+	sh.insert(ms, k)
 	sh.n++
 	t.n++
 }
 
-// insert places ms in the first empty slot from its home.
-func (sh *refShard) insert(ms *memSeries) {
-	c, k := len(sh.tags), mix(ms.ref)
+// insert places ms, whose ref mixes to k, in the first empty slot from
+// its home.
+func (sh *refShard) insert(ms *memSeries, k uint64) {
+	c := len(sh.tags)
 	i := home(k, c)
 	for sh.tags[i] != 0 {
 		if i++; i == c {
@@ -123,30 +134,20 @@ func (sh *refShard) grow() {
 	sh.tags, sh.slots = make([]uint8, c), make([]*memSeries, c)
 	for _, ms := range old {
 		if ms != nil {
-			sh.insert(ms)
+			sh.insert(ms, mix(ms.ref))
 		}
 	}
 }
 
-// delete removes the series of ref, if held. The slots after it that
-// probed past it move back (no tombstones), so no search stops early.
-func (t *refTable) delete(ref uint64) {
-	k := mix(ref)
-	sh := &t.shards[shardOf(k)]
+// delete removes ms if it is the series held under its ref, and reports
+// whether it was. The slots after it that probed past it move back (no
+// tombstones), so no search stops early.
+func (t *refTable) delete(ms *memSeries) bool {
+	sh, i := t.find(ms.ref)
+	if i < 0 || sh.slots[i] != ms {
+		return false
+	}
 	c := len(sh.tags)
-	if c == 0 {
-		return
-	}
-	tag := tagOf(k)
-	i := home(k, c)
-	for ; ; i = (i + 1) % c {
-		if sh.tags[i] == 0 {
-			return
-		}
-		if sh.tags[i] == tag && sh.slots[i].ref == ref {
-			break
-		}
-	}
 	sh.tags[i], sh.slots[i] = 0, nil
 	sh.n--
 	t.n--
@@ -162,4 +163,5 @@ func (t *refTable) delete(ref uint64) {
 		sh.tags[j], sh.slots[j] = 0, nil
 		i = j
 	}
+	return true
 }

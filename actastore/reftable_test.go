@@ -38,7 +38,12 @@ func TestRefTable(t *testing.T) {
 			case r < 8 && len(keys) > 0:
 				i := rng.IntN(len(keys))
 				k := keys[i]
-				tab.delete(k)
+				if other := (&memSeries{ref: k}); tab.delete(other) {
+					t.Fatalf("seed %d op %d: deleted another series of ref %#x", seed, op, k)
+				}
+				if !tab.delete(want[k]) {
+					t.Fatalf("seed %d op %d: delete(%#x) found nothing", seed, op, k)
+				}
 				delete(want, k)
 				keys[i] = keys[len(keys)-1]
 				keys = keys[:len(keys)-1]
@@ -78,7 +83,9 @@ func TestRefTable(t *testing.T) {
 			t.Fatalf("seed %d: %d held, want %d", seed, n, len(want))
 		}
 		// Deleting an absent ref changes nothing.
-		tab.delete(1<<63 | 12345)
+		if tab.delete(&memSeries{ref: 1<<63 | 12345}) {
+			t.Fatalf("seed %d: deleted an absent ref", seed)
+		}
 		if tab.len() != len(want) {
 			t.Fatalf("seed %d: len %d after deleting an absent ref, want %d", seed, tab.len(), len(want))
 		}

@@ -58,10 +58,9 @@ func (r *registry) addLocked(ref uint64, lset labels.Labels, created int64) *mem
 // removeLocked takes a series out of the maps and the index. Called with
 // mu held or before the store is shared.
 func (r *registry) removeLocked(ms *memSeries) {
-	if r.byRef.get(ms.ref) != ms {
+	if !r.byRef.delete(ms) {
 		return
 	}
-	r.byRef.delete(ms.ref)
 	if h := hashLabels(r.ix.syms.appendCanonical(nil, ms.syms)); h != ms.ref {
 		r.moved[h] = slices.DeleteFunc(r.moved[h], func(o *memSeries) bool { return o == ms })
 		if len(r.moved[h]) == 0 {
