@@ -16,6 +16,17 @@ import (
 // checkpointKey is the checkpoint's key in walData: before every segment.
 const checkpointKey = -1
 
+// Bounds of readWAL's retries while the server keeps checkpointing:
+// starting over after a checkpoint committed during a read (a whole
+// checkpoint and its segments read again each time), and listing again
+// after the newest checkpoint was deleted before it could be opened (a
+// newer one replaced it in between: cheap, and each one means the server
+// committed another checkpoint, so the two are counted apart).
+const (
+	maxCheckpointRestarts = 5
+	maxCheckpointGone     = 100
+)
+
 // readWAL reads what the WAL gained since the last call. When the server
 // wrote a new checkpoint meanwhile, the view starts over from it and the
 // segments after it (the ones before are gone or going), keeping taken
@@ -24,15 +35,16 @@ const checkpointKey = -1
 // the view read them.
 func (r *ReadOnly) readWAL() error {
 	dir := filepath.Join(r.dir, walDirName)
-	for try := 0; ; try++ {
+	for restarts, gone := 0, 0; ; {
 		c, err := newestCheckpoint(dir)
 		if err != nil {
 			return fmt.Errorf("read WAL checkpoints of %s: %w", r.dir, err)
 		}
 		if c != r.ckpt {
 			err = r.startFrom(dir, c)
-			if errors.Is(err, os.ErrNotExist) && try < 5 {
-				continue // replaced by a newer one meanwhile
+			if errors.Is(err, os.ErrNotExist) && gone < maxCheckpointGone {
+				gone++
+				continue // replaced by a newer one between the listing and the open
 			}
 			if err != nil {
 				return fmt.Errorf("read WAL checkpoint of %s: %w", r.dir, err)
@@ -50,7 +62,8 @@ func (r *ReadOnly) readWAL() error {
 		if err != nil {
 			return fmt.Errorf("read WAL of %s: %w", r.dir, err)
 		}
-		if again, err := newestCheckpoint(dir); err == nil && again != r.ckpt && try < 5 {
+		if again, err := newestCheckpoint(dir); err == nil && again != r.ckpt && restarts < maxCheckpointRestarts {
+			restarts++
 			continue
 		}
 		if r.carry != nil {
