@@ -129,7 +129,7 @@ func appendCompactJobs[S any](s *Store, k kind[S], ms *memSeries, jobs []compact
 	if tr == nil {
 		return jobs
 	}
-	for _, st := range tr.files[:max(len(tr.files)-1, 0)] {
+	for _, st := range tr.files()[:max(len(tr.files())-1, 0)] {
 		path := filePath(s.dir, k, ms.ref, st)
 		if !s.maint.done(path) {
 			jobs = append(jobs, compactJob{kind: k.id(), ms: ms, start: st, path: path})
@@ -146,8 +146,8 @@ func appendCompactJobs[S any](s *Store, k kind[S], ms *memSeries, jobs []compact
 	// stopped, or what a replay of history left).
 	// A newest file that exists only in the object store is not fetched
 	// back to be rewritten (tier.go).
-	if n := len(tr.files); n > 0 && !isBucketOnly(s, k.id(), ms.ref, tr.files[n-1]) {
-		path := filePath(s.dir, k, ms.ref, tr.files[n-1])
+	if n := len(tr.files()); n > 0 && !isBucketOnly(s, k.id(), ms.ref, tr.files()[n-1]) {
+		path := filePath(s.dir, k, ms.ref, tr.files()[n-1])
 		idleFor := 2 * s.opts.MaxHeadAge.Milliseconds()
 		idle := !tr.busy() && tr.fileMaxKnown && tr.fileMaxT != noTime && s.now().UnixMilli()-tr.fileMaxT >= idleFor
 		appended, base, known := tr.newestRows()
@@ -159,7 +159,7 @@ func appendCompactJobs[S any](s *Store, k kind[S], ms *memSeries, jobs []compact
 			due = !tr.busy() && !s.maint.done(path)
 		}
 		if due {
-			jobs = append(jobs, compactJob{kind: k.id(), ms: ms, start: tr.files[n-1], path: path, newest: true})
+			jobs = append(jobs, compactJob{kind: k.id(), ms: ms, start: tr.files()[n-1], path: path, newest: true})
 		}
 	}
 	return jobs
@@ -181,7 +181,7 @@ func noteNewestRows(id kindID, ms *memSeries, start int64, rows int) {
 }
 
 func noteNewest[S any](tr *track[S], start int64, rows int) {
-	if n := len(tr.files); n > 0 && tr.files[n-1] == start {
+	if n := len(tr.files()); n > 0 && tr.files()[n-1] == start {
 		if _, _, known := tr.newestRows(); !known {
 			tr.setNewestRows(rows)
 		}

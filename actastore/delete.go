@@ -263,7 +263,7 @@ func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64
 		ms.mu.Lock()
 		if gone {
 			dropFile(tr, f.start)
-		} else if slices.Index(tr.files, f.start) == len(tr.files)-1 {
+		} else if slices.Index(tr.files(), f.start) == len(tr.files())-1 {
 			// The newest file changed: its newest sample is read again
 			// when needed.
 			tr.clearLast()

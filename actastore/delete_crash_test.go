@@ -90,7 +90,7 @@ func TestDeleteOrdersWithLoggedCommits(t *testing.T) {
 func TestRetriedDeletionKeepsLaterBackfill(t *testing.T) {
 	s, dir, opts, lset := openWithOneFile(t)
 	ms := s.reg.byRef.get(hashLabels(appendCanonicalLabels(nil, lset)))
-	path := filePath(s.dir, floats, ms.ref, ms.floats.files[0])
+	path := filePath(s.dir, floats, ms.ref, ms.floats.files()[0])
 	// Make the deletion's rewrite fail: its temporary file's name is a directory.
 	tmp := lockedTmpPath(path)
 	if err := os.MkdirAll(filepath.Join(tmp, "x"), 0o755); err != nil {

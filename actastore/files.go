@@ -146,27 +146,27 @@ type fileSpan struct {
 // Called with the series' mu held.
 func filesInRange[S any](tr *track[S], mint, maxt int64) []fileSpan {
 	var out []fileSpan
-	for i, start := range tr.files {
-		if i+1 < len(tr.files) && tr.files[i+1] <= mint {
+	for i, start := range tr.files() {
+		if i+1 < len(tr.files()) && tr.files()[i+1] <= mint {
 			continue
 		}
 		m, known := tr.fileMin(start)
 		if known && m > maxt {
 			continue
 		}
-		out = append(out, fileSpan{start: start, minKnown: known, sealed: i+1 < len(tr.files)})
+		out = append(out, fileSpan{start: start, minKnown: known, sealed: i+1 < len(tr.files())})
 	}
 	return out
 }
 
 // noteFileMin records a file's smallest timestamp (the series' mu held).
 func noteFileMin[S any](tr *track[S], start, lo int64) {
-	i := slices.Index(tr.files, start)
+	i := slices.Index(tr.files(), start)
 	if i < 0 {
 		return
 	}
 	c := tr.coldState()
-	for len(c.mins) < len(tr.files) {
+	for len(c.mins) < len(tr.files()) {
 		c.mins = append(c.mins, noTime)
 	}
 	if m := c.mins[i]; m == noTime || lo < m {
@@ -193,9 +193,9 @@ func lookupFiles[S any](s *Store, k kind[S], ms *memSeries, need []int64, hits m
 	learn := false
 	if tr != nil {
 		spans = filesInRange(tr, mint, maxt)
-		learn = !tr.fileMaxKnown && len(tr.files) > 0
-		if learn && (len(spans) == 0 || spans[len(spans)-1].start != tr.files[len(tr.files)-1]) {
-			spans = append(spans, fileSpan{start: tr.files[len(tr.files)-1]})
+		learn = !tr.fileMaxKnown && len(tr.files()) > 0
+		if learn && (len(spans) == 0 || spans[len(spans)-1].start != tr.files()[len(tr.files())-1]) {
+			spans = append(spans, fileSpan{start: tr.files()[len(tr.files())-1]})
 		}
 	}
 	ms.mu.Unlock()

@@ -142,7 +142,7 @@ func (s *Store) floatFlushState(src []byte) ([]byte, error) {
 	if k2 <= 0 {
 		return nil, fmt.Errorf("%w: newest timestamp", errRecord)
 	}
-	if ms := s.reg.byRef.get(ref); ms != nil && len(ms.floats.files) > 0 {
+	if ms := s.reg.byRef.get(ref); ms != nil && len(ms.floats.files()) > 0 {
 		tr := &ms.floats
 		tr.setLast(Sample{T: lastT, V: lastV})
 		tr.fileMaxT, tr.fileMaxKnown = lastT, true
@@ -164,7 +164,7 @@ func (s *Store) histFlushState(src []byte) ([]byte, error) {
 	if k2 <= 0 {
 		return nil, fmt.Errorf("%w: newest timestamp", errRecord)
 	}
-	if ms := s.reg.byRef.get(ref); ms != nil && ms.hists != nil && len(ms.hists.files) > 0 {
+	if ms := s.reg.byRef.get(ref); ms != nil && ms.hists != nil && len(ms.hists.files()) > 0 {
 		tr := ms.hists
 		tr.fileMaxT, tr.fileMaxKnown = fileMax, true
 		tr.maxT = max(tr.maxT, maxT)

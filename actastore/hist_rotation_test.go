@@ -47,7 +47,7 @@ func histStarts(s *Store, lset labels.Labels) []int64 {
 	if ms.hists == nil {
 		return nil
 	}
-	return append([]int64(nil), ms.hists.files...)
+	return append([]int64(nil), ms.hists.files()...)
 }
 
 // seriesOf is the series of lset, or nil.

@@ -153,10 +153,10 @@ func TestHistogramsStoreRoundTrip(t *testing.T) {
 	for _, c := range cases[:3] {
 		ms := seriesOf(s, labels.FromStrings("__name__", c.Name, "job", "j"))
 		st := ms.hists
-		if len(st.files) != 1 {
-			t.Fatalf("%s: histogram files %v, want one (no rotation)", c.Name, st.files)
+		if len(st.files()) != 1 {
+			t.Fatalf("%s: histogram files %v, want one (no rotation)", c.Name, st.files())
 		}
-		if err := acta.Validate(histFilePath(dir, ms.ref, st.files[0]), acta.ValidateFull); err != nil {
+		if err := acta.Validate(histFilePath(dir, ms.ref, st.files()[0]), acta.ValidateFull); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -160,11 +160,11 @@ func (s *Store) applyRetention(res *MaintenanceResult) error {
 func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rotation.File {
 	ms.mu.Lock()
 	tr := k.track(ms, false)
-	if tr == nil || len(tr.files) == 0 {
+	if tr == nil || len(tr.files()) == 0 {
 		ms.mu.Unlock()
 		return nil
 	}
-	starts := slices.Clone(tr.files)
+	starts := slices.Clone(tr.files())
 	busy := tr.busy()
 	last, known := tr.fileMaxT, tr.fileMaxKnown
 	ms.mu.Unlock()
@@ -179,7 +179,7 @@ func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rot
 		}
 		if err == nil {
 			ms.mu.Lock()
-			if tr.files[len(tr.files)-1] == starts[len(starts)-1] && !tr.fileMaxKnown {
+			if tr.files()[len(tr.files())-1] == starts[len(starts)-1] && !tr.fileMaxKnown {
 				tr.fileMaxKnown = true
 				tr.fileMaxT = noTime
 				if ok {
@@ -228,8 +228,8 @@ func deleteFile[S any](s *Store, k kind[S], ms *memSeries, f rotation.File) (fre
 		ms.mu.Unlock()
 		return 0, false, nil
 	}
-	i := slices.Index(tr.files, f.Start)
-	newest := i == len(tr.files)-1
+	i := slices.Index(tr.files(), f.Start)
+	newest := i == len(tr.files())-1
 	stale := i < 0 || (newest && (f.Sealed || tr.busy() || !tr.fileMaxKnown || tr.fileMaxT == noTime || tr.fileMaxT+1 != f.End))
 	ms.mu.Unlock()
 	if stale {
@@ -269,18 +269,18 @@ func (s *Store) removeFile(k interface{ id() kindID }, ms *memSeries, path strin
 // dropFile takes a deleted file out of the track (mu held). Without its
 // newest file the track no longer knows its newest flushed sample.
 func dropFile[S any](tr *track[S], start int64) {
-	k := slices.Index(tr.files, start)
+	k := slices.Index(tr.files(), start)
 	if k < 0 {
 		return
 	}
-	newest := k == len(tr.files)-1
-	tr.files = slices.Delete(tr.files, k, k+1)
+	newest := k == len(tr.files())-1
+	tr.setFiles(slices.Delete(tr.files(), k, k+1))
 	if c := tr.cold; c != nil && k < len(c.mins) {
 		c.mins = slices.Delete(c.mins, k, k+1)
 	}
 	if newest {
 		tr.clearLast()
-		tr.fileMaxT, tr.fileMaxKnown = noTime, len(tr.files) == 0
+		tr.fileMaxT, tr.fileMaxKnown = noTime, len(tr.files()) == 0
 	}
 }
 

@@ -58,11 +58,11 @@ func (s *Store) warmReaders() {
 		for _, ms := range live {
 			paths = paths[:0]
 			ms.mu.Lock()
-			if n := len(ms.floats.files); n > back && !ms.removed {
-				paths = append(paths, warmFile{filePath(s.dir, floats, ms.ref, ms.floats.files[n-1-back]), true})
+			if n := len(ms.floats.files()); n > back && !ms.removed {
+				paths = append(paths, warmFile{filePath(s.dir, floats, ms.ref, ms.floats.files()[n-1-back]), true})
 			}
-			if h := ms.hists; h != nil && len(h.files) > back && !ms.removed {
-				paths = append(paths, warmFile{filePath(s.dir, histograms, ms.ref, h.files[len(h.files)-1-back]), false})
+			if h := ms.hists; h != nil && len(h.files()) > back && !ms.removed {
+				paths = append(paths, warmFile{filePath(s.dir, histograms, ms.ref, h.files()[len(h.files())-1-back]), false})
 			}
 			ms.mu.Unlock()
 			for _, p := range paths {

@@ -121,10 +121,12 @@ func (s *Store) attachFiles(sf *scannedFiles) {
 		}
 		switch id {
 		case kindFloat:
-			ms.floats.files, ms.floats.fileMaxKnown = starts, false
+			ms.floats.setFiles(starts)
+			ms.floats.fileMaxKnown = false
 		case kindHistogram:
 			tr := histograms.track(ms, true)
-			tr.files, tr.fileMaxKnown = starts, false
+			tr.setFiles(starts)
+			tr.fileMaxKnown = false
 		}
 	}
 	for id, m := range sf.starts {
@@ -409,11 +411,11 @@ func (s *Store) repairTornFiles() error {
 
 func repairTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	tr := k.track(ms, false)
-	if tr == nil || tr.head.len() == 0 || len(tr.files) == 0 {
+	if tr == nil || tr.head.len() == 0 || len(tr.files()) == 0 {
 		return nil
 	}
-	kept := tr.files[:0]
-	for _, start := range tr.files {
+	kept := tr.files()[:0]
+	for _, start := range tr.files() {
 		if _, only := s.tier.bucketOnly(k.id(), ms.ref, start); only {
 			kept = append(kept, start) // whole when uploaded; nothing local to repair
 			continue
@@ -432,7 +434,7 @@ func repairTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 		}
 		kept = append(kept, start)
 	}
-	tr.files = kept
+	tr.setFiles(kept)
 	return nil
 }
 
@@ -455,12 +457,12 @@ func (s *Store) dedupeReplayed() error {
 
 func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 	tr := k.track(ms, false)
-	if tr == nil || tr.head.len() == 0 || len(tr.files) == 0 {
+	if tr == nil || tr.head.len() == 0 || len(tr.files()) == 0 {
 		return nil
 	}
 	mint, maxt, _ := tr.head.bounds(k)
 	inFile := make(map[int64]struct{})
-	for i, start := range tr.files {
+	for i, start := range tr.files() {
 		if _, only := s.tier.bucketOnly(k.id(), ms.ref, start); only {
 			// Uploaded long after these samples' WAL segment was deleted,
 			// in practice; reading it would make Open wait on the bucket.
@@ -477,7 +479,7 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 		if err != nil {
 			return fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
 		}
-		if i == len(tr.files)-1 {
+		if i == len(tr.files())-1 {
 			// The newest file's newest sample makes duplicate and
 			// out-of-order checks work after the crash as they did before.
 			tr.fileMaxKnown = true

@@ -25,8 +25,8 @@ func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S, sts []Sta
 	tr := k.track(ms, false)
 	var cur *rotation.Newest
 	var curStart int64
-	if n := len(tr.files); n > 0 {
-		curStart = tr.files[n-1]
+	if n := len(tr.files()); n > 0 {
+		curStart = tr.files()[n-1]
 		cur = &rotation.Newest{Start: curStart, MaxT: noTime}
 		if tr.fileMaxKnown {
 			cur.MaxT = tr.fileMaxT
@@ -121,7 +121,7 @@ func appendBlocks[S any](s *Store, k kind[S], ms *memSeries, path string, start 
 		// The file exists from now on, whatever happens to the append.
 		ms.mu.Lock()
 		tr := k.track(ms, false)
-		tr.files = append(tr.files, start)
+		tr.setFiles(append(tr.files(), start))
 		tr.setNewestRows(0)
 		ms.mu.Unlock()
 	}

@@ -144,7 +144,7 @@ func TestRotationCrashKill9(t *testing.T) {
 		for i := 0; i < rotCrashSeries; i++ {
 			counts := map[int64]int{}
 			ms := s.reg.byRef.get(refOf(t, s, rotCrashLabels(i)))
-			for _, st := range ms.floats.files {
+			for _, st := range ms.floats.files() {
 				p := seriesFilePath(dir, ms.ref, st)
 				_, _, _, err := readFile(floats, nil, p, math.MinInt64, math.MaxInt64, func(run []Sample) error {
 					for _, smp := range run {

@@ -124,13 +124,13 @@ func stillSealed[S any](k kind[S], ms *memSeries, in []sealedInput, newest bool)
 	tr := k.track(ms, false)
 	ok := tr != nil
 	if ok {
-		i := slices.Index(tr.files, in[0].start)
-		ok = i >= 0 && i+len(in) < len(tr.files)
+		i := slices.Index(tr.files(), in[0].start)
+		ok = i >= 0 && i+len(in) < len(tr.files())
 		if newest {
-			ok = i >= 0 && len(in) == 1 && i == len(tr.files)-1
+			ok = i >= 0 && len(in) == 1 && i == len(tr.files())-1
 		}
 		for j := 0; ok && j < len(in); j++ {
-			ok = tr.files[i+j] == in[j].start
+			ok = tr.files()[i+j] == in[j].start
 		}
 	}
 	ms.mu.Unlock()

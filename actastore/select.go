@@ -228,7 +228,7 @@ func readTrack[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, st *
 		}
 		ms.mu.Lock()
 		tr := k.track(ms, false)
-		same := tr != nil && slices.Equal(tr.files, listed)
+		same := tr != nil && slices.Equal(tr.files(), listed)
 		ms.mu.Unlock()
 		if same {
 			return out, sts, nil // retention is deleting it: expired data
@@ -250,7 +250,7 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 	var stRuns [][]StartTime
 	memSts := [2][]StartTime{slices.Clone(startsIn(tr.flushingStarts(), mint, maxt)), slices.Clone(startsIn(tr.headStarts(), mint, maxt))}
 	files := filesInRange(tr, mint, maxt)
-	listed = slices.Clone(tr.files)
+	listed = slices.Clone(tr.files())
 	ms.mu.Unlock()
 
 	var runs [][]S
@@ -273,7 +273,7 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 				}
 				if len(fc.chunks) > 0 && !f.minKnown && f.sealed {
 					ms.mu.Lock()
-					if slices.Contains(tr.files, f.start) {
+					if slices.Contains(tr.files(), f.start) {
 						noteFileMin(tr, f.start, fc.chunks[0].MinT)
 					}
 					ms.mu.Unlock()
@@ -299,7 +299,7 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 		// take an older sample between this read and the store.
 		if ok && !f.minKnown && f.sealed {
 			ms.mu.Lock()
-			if slices.Contains(tr.files, f.start) {
+			if slices.Contains(tr.files(), f.start) {
 				noteFileMin(tr, f.start, lo)
 			}
 			ms.mu.Unlock()

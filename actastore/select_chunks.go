@@ -130,7 +130,7 @@ func readFloatParts(s *Store, ms *memSeries, mint, maxt int64, st *readStats) (p
 		if missing && i < attempts {
 			ms.mu.Lock()
 			tr := floats.track(ms, false)
-			same := tr != nil && slices.Equal(tr.files, listed)
+			same := tr != nil && slices.Equal(tr.files(), listed)
 			ms.mu.Unlock()
 			if !same {
 				continue
@@ -154,7 +154,7 @@ func readFloatRunsOnce(s *Store, ms *memSeries, mint, maxt int64, st *readStats)
 	flushing := inRange(k, nil, tr.flushingBuf(), mint, maxt)
 	head := tr.head.inRange(k, nil, mint, maxt)
 	files := filesInRange(tr, mint, maxt)
-	listed = slices.Clone(tr.files)
+	listed = slices.Clone(tr.files())
 	ms.mu.Unlock()
 
 	for _, f := range files {
@@ -175,7 +175,7 @@ func readFloatRunsOnce(s *Store, ms *memSeries, mint, maxt int64, st *readStats)
 		if fc != nil {
 			if len(fc.chunks) > 0 && !f.minKnown && f.sealed {
 				ms.mu.Lock()
-				if slices.Contains(tr.files, f.start) {
+				if slices.Contains(tr.files(), f.start) {
 					noteFileMin(tr, f.start, fc.chunks[0].MinT)
 				}
 				ms.mu.Unlock()
@@ -204,7 +204,7 @@ func readFloatRunsOnce(s *Store, ms *memSeries, mint, maxt int64, st *readStats)
 		}
 		if ok && !f.minKnown && f.sealed {
 			ms.mu.Lock()
-			if slices.Contains(tr.files, f.start) {
+			if slices.Contains(tr.files(), f.start) {
 				noteFileMin(tr, f.start, lo)
 			}
 			ms.mu.Unlock()

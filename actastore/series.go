@@ -181,7 +181,7 @@ func (ms *memSeries) busyLocked() bool {
 
 // hasFilesLocked reports whether the series has a file of any kind.
 func (ms *memSeries) hasFilesLocked() bool {
-	return len(ms.floats.files) > 0 || (ms.hists != nil && len(ms.hists.files) > 0)
+	return len(ms.floats.files()) > 0 || (ms.hists != nil && len(ms.hists.files()) > 0)
 }
 
 // walSegNeededLocked is the lowest WAL segment whose data the series still

@@ -3,6 +3,7 @@ package actastore
 import (
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -98,5 +99,14 @@ func TestHashCollision(t *testing.T) {
 	mustAppend(t, s, []SeriesSamples{{Labels: b, Samples: []Sample{{2, 3}}}})
 	if st := s.Stats(); st.Series != 2 {
 		t.Fatalf("%d series", st.Series)
+	}
+}
+
+// A series struct is 128 bytes, a size class of Go's allocator: every
+// active series pays it, and one field more (or a file list back in line)
+// moves it to the 144-byte class (memory per active series, issue 17).
+func TestMemSeriesSize(t *testing.T) {
+	if got := unsafe.Sizeof(memSeries{}); got > 128 {
+		t.Fatalf("memSeries is %d bytes, want at most 128", got)
 	}
 }

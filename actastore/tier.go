@@ -279,12 +279,12 @@ func (t *tier) attach() {
 
 func attachRemote[S any](s *Store, k kind[S], ms *memSeries, f *tierFile) {
 	tr := k.track(ms, true)
-	i, found := slices.BinarySearch(tr.files, f.Start)
+	i, found := slices.BinarySearch(tr.files(), f.Start)
 	if !found {
-		tr.files = slices.Insert(tr.files, i, f.Start)
+		tr.setFiles(slices.Insert(tr.files(), i, f.Start))
 	}
 	noteFileMin(tr, f.Start, f.MinT)
-	if tr.files[len(tr.files)-1] == f.Start && !tr.fileMaxKnown {
+	if tr.files()[len(tr.files())-1] == f.Start && !tr.fileMaxKnown {
 		// The newest file exists only in the bucket: its newest sample is
 		// known without reading it.
 		tr.fileMaxKnown, tr.fileMaxT = true, f.MaxT

@@ -24,7 +24,7 @@ func TestLocalOnlyReadNeverFetches(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := s.reg.live()[0]
-	path := filePath(s.dir, floats, ms.ref, ms.floats.files[0])
+	path := filePath(s.dir, floats, ms.ref, ms.floats.files()[0])
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

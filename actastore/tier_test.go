@@ -159,7 +159,7 @@ func TestTierUploadAndReadFromBucket(t *testing.T) {
 	}
 	ms := seriesOf(s, seriesLabels(3))
 	ms.mu.Lock()
-	if n := len(ms.floats.files); n != 4 {
+	if n := len(ms.floats.files()); n != 4 {
 		t.Fatalf("the track lists %d files, want 4 (3 in the bucket only)", n)
 	}
 	ms.mu.Unlock()
@@ -606,7 +606,7 @@ func TestTierMergesLocalFilesOnly(t *testing.T) {
 	}
 	ms := seriesOf(s, seriesLabels(3))
 	ms.mu.Lock()
-	got := slices.Clone(ms.floats.files)
+	got := slices.Clone(ms.floats.files())
 	ms.mu.Unlock()
 	if exp := []int64{day0, day0 + hour, day0 + 2*hour, day0 + 3*hour, day0 + 4*hour, day0 + 6*hour, day0 + 7*hour}; !slices.Equal(got, exp) {
 		t.Fatalf("files %v, want %v", got, exp)

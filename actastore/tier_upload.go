@@ -223,11 +223,11 @@ func planTrack[S any](t *tier, k kind[S], ms *memSeries, now time.Time, p *tierP
 	s := t.s
 	ms.mu.Lock()
 	tr := k.track(ms, false)
-	if tr == nil || len(tr.files) == 0 {
+	if tr == nil || len(tr.files()) == 0 {
 		ms.mu.Unlock()
 		return
 	}
-	starts := slices.Clone(tr.files)
+	starts := slices.Clone(tr.files())
 	busy := tr.busy()
 	maxT, maxKnown := tr.fileMaxT, tr.fileMaxKnown
 	ms.mu.Unlock()
@@ -674,7 +674,7 @@ func dropLocalCopy[S any](t *tier, k kind[S], ms *memSeries, f bucket.File) (int
 	defer mu.Unlock()
 	ms.mu.Lock()
 	tr := k.track(ms, false)
-	held := tr != nil && slices.Contains(tr.files, f.Start)
+	held := tr != nil && slices.Contains(tr.files(), f.Start)
 	ms.mu.Unlock()
 	if !held {
 		return 0, false, nil
@@ -790,11 +790,11 @@ func dropExpiredFile[S any](t *tier, k kind[S], ms *memSeries, f bucket.File) bo
 	defer mu.Unlock()
 	ms.mu.Lock()
 	tr := k.track(ms, false)
-	if tr == nil || !slices.Contains(tr.files, f.Start) {
+	if tr == nil || !slices.Contains(tr.files(), f.Start) {
 		ms.mu.Unlock()
 		return true // gone already
 	}
-	if tr.files[len(tr.files)-1] == f.Start && tr.busy() {
+	if tr.files()[len(tr.files())-1] == f.Start && tr.busy() {
 		ms.mu.Unlock()
 		return false // samples are being flushed into it
 	}

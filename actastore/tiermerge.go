@@ -72,7 +72,7 @@ func mergeTrack[S any](s *Store, k kind[S], ms *memSeries, tiers rotation.Tiers,
 		tr := k.track(ms, false)
 		var starts []int64
 		if tr != nil {
-			starts = slices.Clone(tr.files)
+			starts = slices.Clone(tr.files())
 		}
 		ms.mu.Unlock()
 		files := make([]rotation.MergeFile, len(starts))

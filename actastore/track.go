@@ -32,11 +32,8 @@ type track[S any] struct {
 	// may be in a file: duplicate detection then looks there.
 	fileMaxT int64
 
-	// files are the start timestamps (ms) of the track's files, ascending;
-	// only the last is appended to (rotation package doc).
-	files []int64
-	// cold is what a track needs once it flushes, out of line so a series
-	// that only buffers costs less; nil until then.
+	// cold is what a track needs once it has files or flushes, out of
+	// line so a series that only buffers costs less; nil until then.
 	cold *trackCold[S]
 }
 
@@ -45,6 +42,11 @@ type track[S any] struct {
 // Fields are ordered so that the struct has no padding to speak of: the
 // starts pointer then costs no allocation size class.
 type trackCold[S any] struct {
+	// fileStarts are the start timestamps (ms) of the track's files,
+	// ascending; only the last is appended to (rotation package doc).
+	// Here rather than in track: a series that has only buffered (most
+	// of a fresh store's) then costs 128 bytes instead of 144.
+	fileStarts []int64
 	// flushing holds the samples a flush is writing; they stay readable
 	// here until the file holds them.
 	flushing []S
@@ -70,6 +72,23 @@ type trackCold[S any] struct {
 	newestAppended, newestBase int32
 	hasLast                    bool
 	newestKnown                bool
+}
+
+// files are the start timestamps (ms) of the track's files, ascending
+// (trackCold.fileStarts); nil when it has none.
+func (tr *track[S]) files() []int64 {
+	if tr.cold == nil {
+		return nil
+	}
+	return tr.cold.fileStarts
+}
+
+// setFiles replaces the track's file starts (ascending, ms).
+func (tr *track[S]) setFiles(starts []int64) {
+	if tr.cold == nil && len(starts) == 0 {
+		return
+	}
+	tr.coldState().fileStarts = starts
 }
 
 func (tr *track[S]) coldState() *trackCold[S] {
@@ -137,7 +156,7 @@ func (tr *track[S]) fileMin(start int64) (int64, bool) {
 	if tr.cold == nil {
 		return 0, false
 	}
-	i := slices.Index(tr.files, start)
+	i := slices.Index(tr.files(), start)
 	if i < 0 || i >= len(tr.cold.mins) || tr.cold.mins[i] == noTime {
 		return 0, false
 	}
@@ -149,7 +168,7 @@ func (tr *track[S]) forgetFileMin(start int64) {
 	if tr.cold == nil {
 		return
 	}
-	if i := slices.Index(tr.files, start); i >= 0 && i < len(tr.cold.mins) {
+	if i := slices.Index(tr.files(), start); i >= 0 && i < len(tr.cold.mins) {
 		tr.cold.mins[i] = noTime
 	}
 }
@@ -213,7 +232,7 @@ func classify[S any](k kind[S], tr *track[S], smp S, oooMs int64, hits map[int64
 	// Files may hold it (a resend after a flush): compare with what they
 	// hold before the window check, so a resent old sample is a duplicate,
 	// not out of order.
-	if len(tr.files) > 0 && (!tr.fileMaxKnown || t <= tr.fileMaxT) {
+	if len(tr.files()) > 0 && (!tr.fileMaxKnown || t <= tr.fileMaxT) {
 		h, looked := hits[t]
 		if !looked {
 			return verdictLookup
