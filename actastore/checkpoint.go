@@ -374,10 +374,8 @@ func (cb *checkpointBodies) series(ms *memSeries) {
 // head's and those being flushed), its chunk as is, and their start
 // timestamps.
 func checkpointTrack[S any](cb *checkpointBodies, k kind[S], ref uint64, tr *track[S], body int) {
-	p := tr.head.p
-	if p != nil {
-		checkpointSamples(cb, k, ref, p.ss(), body)
-	}
+	h := &tr.head
+	checkpointSamples(cb, k, ref, h.side(), body)
 	checkpointSamples(cb, k, ref, tr.flushingBuf(), body)
 	chunk := func(maxT int64, data func() []byte) {
 		cb.entry(bodyChunks, func(buf []byte) []byte {
@@ -388,14 +386,14 @@ func checkpointTrack[S any](cb *checkpointBodies, k kind[S], ref uint64, tr *tra
 			return append(buf, d...)
 		})
 	}
-	if n := p.olderN(); n > 0 {
+	if n := h.olderN(); n > 0 {
 		// A split head's older chunk first: replay restores it, then adds
 		// the chunk's samples after it (headChunk).
-		chunk(p.side.olderMaxT, func() []byte { return p.side.older })
+		chunk(h.olderMaxT(), func() []byte { return h.sidePart.older })
 		cb.samples += n
 	}
-	if n := p.n(); n > 0 {
-		chunk(p.maxT(), p.bytes)
+	if n := h.p.n(); n > 0 {
+		chunk(h.p.maxT(), h.p.bytes)
 		cb.samples += n
 	}
 	if tr.cold != nil && tr.cold.starts != nil {

@@ -367,7 +367,7 @@ func TestCheckpointRecordsBounded(t *testing.T) {
 }
 
 // TestCheckpointHeadSplit: a head restored from a checkpoint's chunk takes
-// the WAL's newer samples into a chunk after it (headParts.split) and
+// the WAL's newer samples into a chunk after it (headBuf.split) and
 // older ones beside it. Reads, resends, the byte count, a checkpoint and a
 // crash of that state, and the first live sample (which recompresses the
 // head whole) keep every sample bit for bit.
@@ -412,8 +412,7 @@ func TestCheckpointHeadSplit(t *testing.T) {
 		ms := seriesOf(s, lset)
 		ms.mu.Lock()
 		h := &ms.floats.head
-		p := h.p
-		gotOlder, gotN, gotSide, restored := p.olderN(), p.n(), len(p.ss()), p.restored()
+		gotOlder, gotN, gotSide, restored := h.olderN(), h.p.n(), len(h.side()), h.restored()
 		bytes := h.bytes(floats)
 		mint, maxt, _ := h.bounds(floats)
 		ms.mu.Unlock()
@@ -464,10 +463,11 @@ func TestCheckpointHeadSplit(t *testing.T) {
 	mustAppend(t, s, []SeriesSamples{{Labels: lset, Samples: []Sample{live}}})
 	ms := seriesOf(s, lset)
 	ms.mu.Lock()
-	p, bytes := ms.floats.head.p, ms.floats.head.bytes(floats)
+	h := ms.floats.head
+	bytes := h.bytes(floats)
 	ms.mu.Unlock()
-	if p.restored() || p.olderN() != 0 || p.n() != len(all)+beside || len(p.ss()) != 0 {
-		t.Fatalf("after a live sample: restored %v, %d older, %d chunk and %d side samples", p.restored(), p.olderN(), p.n(), len(p.ss()))
+	if h.restored() || h.olderN() != 0 || h.p.n() != len(all)+beside || len(h.side()) != 0 {
+		t.Fatalf("after a live sample: restored %v, %d older, %d chunk and %d side samples", h.restored(), h.olderN(), h.p.n(), len(h.side()))
 	}
 	if st := s.Stats(); st.HeadBytes != bytes {
 		t.Fatalf("after a live sample the store counts %d head bytes, the head holds %d", st.HeadBytes, bytes)

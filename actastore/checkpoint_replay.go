@@ -191,13 +191,9 @@ func (rp *replayer) headChunk(seg int32, ref uint64, maxT int64, data []byte) er
 		// mapping, which rp.frozen owns, until its head is recompressed or
 		// flushed.
 		tr.headFrom(seg, rp.nowNs)
-		if p == nil {
-			p = &headParts[Sample]{}
-			tr.head.p = p
-		}
-		p.freeze(data[:len(data):len(data)], maxT, rp.frozen)
+		tr.head.freeze(data[:len(data):len(data)], maxT, rp.frozen)
 		tr.maxT = max(tr.maxT, maxT)
-		n, b = p.n(), p.chunkBytes()
+		n, b = tr.head.p.n(), tr.head.chunkBytes()
 	} else {
 		ss, err := chunkSamples(floats, rp.fs[:0], data)
 		rp.fs = ss

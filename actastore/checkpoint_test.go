@@ -191,7 +191,7 @@ func TestCheckpointRestoresHeads(t *testing.T) {
 		t.Fatalf("series 1 holds %d samples, want %d", n, 60*2+57)
 	}
 	for _, ms := range s.reg.live() {
-		if p := ms.floats.head.p; p == nil || p.isFrozen() || p.n() < 100 {
+		if h := &ms.floats.head; h.p == nil || h.isFrozen() || h.p.n() < 100 {
 			t.Fatalf("series %s: head not re-encoded in a chunk after new samples", s.reg.labels(nil, ms))
 		}
 	}

@@ -20,15 +20,19 @@ import (
 // ss. Guarded by the owning series' mu, like its track.
 type headBuf[S any] struct {
 	// p holds the samples; nil when there are none, so a flushed series
-	// pays one pointer for its head.
+	// pays two pointers for its head.
 	p *headParts[S]
+	// sidePart is nil unless the head holds samples beside the chunk or
+	// its chunk is frozen (p is not nil then). Here, not in headParts, so
+	// that headParts is the encoder alone: 64 bytes, a size class, where
+	// with the pointer it took the 80-byte one.
+	sidePart *headSide[S]
 }
 
-// headParts is a non-empty head. XOR chunks store the float64 bits as
-// they are, so NaN payloads and stale markers survive bit for bit. It is
-// the encoder and one pointer (80 bytes, a size class): the chunk's newest
-// timestamp is the encoder's (LastT), and what a head in order does not
-// need is out of line (headSide).
+// headParts is a non-empty head's chunk. XOR chunks store the float64
+// bits as they are, so NaN payloads and stale markers survive bit for
+// bit. The chunk's newest timestamp is the encoder's (LastT), and what a
+// head in order does not need is out of line (headSide).
 type headParts[S any] struct {
 	// chunk holds in-order samples compressed, as chunkenc would (the
 	// bytes are chunkenc's, FuzzEncoder), none for a kind without a chunk.
@@ -37,9 +41,6 @@ type headParts[S any] struct {
 	// at ingest (7 % of the ingest CPU); xorchunk keeps them in the
 	// encoder until the chunk is read (bytes).
 	chunk xorchunk.Encoder
-	// side is nil unless the head holds samples beside the chunk or its
-	// chunk is frozen.
-	side *headSide[S]
 }
 
 // headSide is the part of a head that samples arriving in order, into a
@@ -50,7 +51,7 @@ type headSide[S any] struct {
 	// after the restart recompresses the head.
 	frozen *frozenChunks
 	// older is the checkpoint's chunk once the WAL replay has added
-	// samples newer than it (headParts.split): it keeps the head's oldest
+	// samples newer than it (headBuf.split): it keeps the head's oldest
 	// samples, read only, and chunk takes the replayed ones in order, at
 	// 1-2 bytes a sample instead of 16 beside it. olderMaxT is its newest
 	// timestamp (ms), olderN its sample count (kept here, by ss: reading
@@ -65,25 +66,25 @@ type headSide[S any] struct {
 	ss []S
 }
 
-// ss is the samples beside the chunk (p may be nil).
-func (p *headParts[S]) ss() []S {
-	if p == nil || p.side == nil {
+// side is the samples beside the chunk, uncompressed.
+func (h *headBuf[S]) side() []S {
+	if h.sidePart == nil {
 		return nil
 	}
-	return p.side.ss
+	return h.sidePart.ss
 }
 
-// setSS makes ss the samples beside the chunk, dropping the side part
-// when nothing is left in it.
-func (p *headParts[S]) setSS(ss []S) {
+// setSS makes ss the samples beside the chunk (h.p is not nil), dropping
+// the side part when nothing is left in it.
+func (h *headBuf[S]) setSS(ss []S) {
 	switch {
-	case p.side != nil:
-		p.side.ss = ss
-		if len(ss) == 0 && p.side.frozen == nil {
-			p.side = nil
+	case h.sidePart != nil:
+		h.sidePart.ss = ss
+		if len(ss) == 0 && h.sidePart.frozen == nil {
+			h.sidePart = nil
 		}
 	case len(ss) > 0:
-		p.side = &headSide[S]{ss: ss}
+		h.sidePart = &headSide[S]{ss: ss}
 	}
 }
 
@@ -92,9 +93,8 @@ func (p *headParts[S]) maxT() int64 { return p.chunk.LastT() }
 
 const (
 	// xorHeadFixed is what a compressed head costs beside its stream and
-	// side samples: its headParts (80-byte size class; the encoder is
-	// inside it, 72 bytes).
-	xorHeadFixed = 80
+	// side samples: its headParts (the encoder, 64 bytes, a size class).
+	xorHeadFixed = 64
 	// xorHeadInitCap is the first stream allocation: the 2-byte header and
 	// a first sample (varint timestamp, 8 value bytes) fit; append grows it.
 	xorHeadInitCap = 24
@@ -111,62 +111,69 @@ const (
 // of them (headSide.frozen); the mapping is unmapped once no head holds
 // it. Such a chunk is readable, but cannot be appended to (the bit
 // position in its last byte is not in its bytes): the replay adds the
-// WAL's newer samples in a chunk after it (headParts.split), and the first
+// WAL's newer samples in a chunk after it (headBuf.split), and the first
 // sample added after the restart encodes the head afresh (recompress),
 // once (headBuf.addNew).
 type frozenChunks struct {
 	m *wal.Mapping
 }
 
-// isFrozen reports whether p's chunk was restored from a checkpoint and
+// isFrozen reports whether h's chunk was restored from a checkpoint and
 // not appended to since.
-func (p *headParts[S]) isFrozen() bool { return p.restored() && p.side.older == nil }
+func (h *headBuf[S]) isFrozen() bool { return h.restored() && h.sidePart.older == nil }
 
-// restored reports whether p holds a checkpoint's chunk, as its chunk
+// restored reports whether h holds a checkpoint's chunk, as its chunk
 // (isFrozen) or beside it (older).
-func (p *headParts[S]) restored() bool { return p != nil && p.side != nil && p.side.frozen != nil }
+func (h *headBuf[S]) restored() bool { return h.sidePart != nil && h.sidePart.frozen != nil }
 
 // split makes the frozen chunk older and starts a chunk after it; it
 // returns how the head's bytes changed.
-func (p *headParts[S]) split() int64 {
-	before := p.chunkBytes()
-	p.side.older, p.side.olderMaxT, p.side.olderN = p.chunk.Chunk(), p.chunk.LastT(), p.chunk.NumSamples()
+func (h *headBuf[S]) split() int64 {
+	before := h.chunkBytes()
+	p := h.p
+	h.sidePart.older, h.sidePart.olderMaxT, h.sidePart.olderN = p.chunk.Chunk(), p.chunk.LastT(), p.chunk.NumSamples()
 	p.chunk.Start(make([]byte, 0, xorHeadInitCap))
-	return p.chunkBytes() - before
+	return h.chunkBytes() - before
 }
 
 // olderN is the number of samples in older.
-func (p *headParts[S]) olderN() int {
-	if p == nil || p.side == nil {
+func (h *headBuf[S]) olderN() int {
+	if h.sidePart == nil {
 		return 0
 	}
-	return p.side.olderN
+	return h.sidePart.olderN
 }
 
+// olderMaxT is older's newest timestamp (ms; olderN > 0).
+func (h *headBuf[S]) olderMaxT() int64 { return h.sidePart.olderMaxT }
+
 // olderIterator reads older (olderN > 0).
-func (p *headParts[S]) olderIterator() chunkenc.Iterator {
+func (h *headBuf[S]) olderIterator() chunkenc.Iterator {
 	var c chunkenc.XORChunk
-	c.Reset(p.side.older)
+	c.Reset(h.sidePart.older)
 	return c.Iterator(nil)
 }
 
-// startChunk gives p an empty chunk.
-func (p *headParts[S]) startChunk() {
-	p.chunk.Start(make([]byte, 0, xorHeadInitCap))
-	if p.side != nil {
-		p.side.frozen, p.side.older, p.side.olderN = nil, nil, 0
-		p.setSS(p.side.ss)
+// startChunk gives h an empty chunk (h.p is not nil).
+func (h *headBuf[S]) startChunk() {
+	h.p.chunk.Start(make([]byte, 0, xorHeadInitCap))
+	if sp := h.sidePart; sp != nil {
+		sp.frozen, sp.older, sp.olderN = nil, nil, 0
+		h.setSS(sp.ss)
 	}
 }
 
-// freeze makes data, a whole chunk of a checkpoint that owner maps, p's
+// freeze makes data, a whole chunk of a checkpoint that owner maps, h's
 // chunk, with newest timestamp maxT.
-func (p *headParts[S]) freeze(data []byte, maxT int64, owner *frozenChunks) {
-	p.chunk.Freeze(data, maxT)
-	if p.side == nil {
-		p.side = &headSide[S]{}
+func (h *headBuf[S]) freeze(data []byte, maxT int64, owner *frozenChunks) {
+	if h.p == nil {
+		h.p = &headParts[S]{}
 	}
-	p.side.frozen = owner
+	h.p.chunk.Freeze(data, maxT)
+	if h.sidePart == nil {
+		h.sidePart = &headSide[S]{}
+	}
+	h.sidePart.frozen = owner
 }
 
 // n is the number of samples in the chunk (0: p has no chunk).
@@ -193,11 +200,11 @@ func (p *headParts[S]) iterator() chunkenc.Iterator {
 
 // chunkBytes is what the chunk costs (with the parts it needs), older
 // included.
-func (p *headParts[S]) chunkBytes() int64 {
-	if !p.hasChunk() {
+func (h *headBuf[S]) chunkBytes() int64 {
+	if !h.p.hasChunk() {
 		return 0
 	}
-	return xorHeadFixed + int64(p.chunk.Cap()) + int64(len(p.side.olderBytes()))
+	return xorHeadFixed + int64(h.p.chunk.Cap()) + int64(len(h.sidePart.olderBytes()))
 }
 
 // olderBytes is older (s may be nil).
@@ -210,22 +217,18 @@ func (s *headSide[S]) olderBytes() []byte {
 
 // decodeHeadXOR appends the samples of older and the chunk in [mint,
 // maxt] to dst, in timestamp order (older's are older).
-func decodeHeadXOR[S any](k kind[S], dst []S, p *headParts[S], mint, maxt int64) []S {
+func decodeHeadXOR[S any](k kind[S], dst []S, h *headBuf[S], mint, maxt int64) []S {
+	p := h.p
 	if p.n() == 0 || p.maxT() < mint {
 		return dst
 	}
 	// Neither can be corrupt: the chunk is being appended to, and the
 	// checkpoint record holding older passed its checksum.
-	if p.olderN() > 0 && p.side.olderMaxT >= mint {
-		dst, _ = appendXOR(k, dst, p.olderIterator(), mint, maxt)
+	if h.olderN() > 0 && h.olderMaxT() >= mint {
+		dst, _ = appendXOR(k, dst, h.olderIterator(), mint, maxt)
 	}
 	dst, _ = appendXOR(k, dst, p.iterator(), mint, maxt)
 	return dst
-}
-
-// side is the uncompressed samples.
-func (h *headBuf[S]) side() []S {
-	return h.p.ss()
 }
 
 // len is the number of samples in the head.
@@ -233,13 +236,13 @@ func (h *headBuf[S]) len() int {
 	if h.p == nil {
 		return 0
 	}
-	return len(h.p.ss()) + h.p.n() + h.p.olderN()
+	return len(h.side()) + h.p.n() + h.olderN()
 }
 
 // bytes is what the head costs in memory (headState.bytes): the compressed
 // chunk as allocated, kind.size for each uncompressed sample.
 func (h *headBuf[S]) bytes(k kind[S]) int64 {
-	b := h.p.chunkBytes()
+	b := h.chunkBytes()
 	for _, s := range h.side() {
 		b += k.size(s)
 	}
@@ -253,13 +256,13 @@ func (h *headBuf[S]) bounds(k kind[S]) (mint, maxt int64, ok bool) {
 		return 0, 0, false
 	}
 	mint, maxt = int64(math.MaxInt64), int64(math.MinInt64)
-	if ss := h.p.ss(); len(ss) > 0 {
+	if ss := h.side(); len(ss) > 0 {
 		mint, maxt = k.ts(ss[0]), k.ts(ss[len(ss)-1])
 	}
 	if p := h.p; p.n() > 0 {
 		it := p.iterator()
-		if p.olderN() > 0 {
-			it = p.olderIterator()
+		if h.olderN() > 0 {
+			it = h.olderIterator()
 		}
 		it.Next()
 		mint, maxt = min(mint, it.AtT()), max(maxt, p.maxT())
@@ -286,15 +289,15 @@ func (h *headBuf[S]) find(k kind[S], t int64) (S, bool) {
 	if p == nil {
 		return zero, false
 	}
-	if ss := p.ss(); len(ss) > 0 {
+	if ss := h.side(); len(ss) > 0 {
 		if i, ok := find(k, ss, t); ok {
 			return ss[i], true
 		}
 	}
 	if p.n() > 0 && t <= p.maxT() {
 		it := p.iterator()
-		if p.olderN() > 0 && t <= p.side.olderMaxT {
-			it = p.olderIterator()
+		if h.olderN() > 0 && t <= h.olderMaxT() {
+			it = h.olderIterator()
 		}
 		if it.Seek(t) == chunkenc.ValFloat {
 			if st, v := it.At(); st == t {
@@ -312,9 +315,9 @@ func (h *headBuf[S]) inRange(k kind[S], dst []S, mint, maxt int64) []S {
 		return dst
 	}
 	base := len(dst)
-	dst = decodeHeadXOR(k, dst, h.p, mint, maxt)
+	dst = decodeHeadXOR(k, dst, h, mint, maxt)
 	split := len(dst)
-	dst = inRange(k, dst, h.p.ss(), mint, maxt)
+	dst = inRange(k, dst, h.side(), mint, maxt)
 	if split > base && split < len(dst) && k.ts(dst[split]) < k.ts(dst[split-1]) {
 		// Out-of-order samples interleave with the chunk's: timestamps are
 		// unique, so a sort by timestamp is the merge.
@@ -341,7 +344,7 @@ func (h *headBuf[S]) add(k kind[S], smp S) (bool, int64) {
 // addNew stores smp, whose timestamp the head does not hold, and returns
 // how the head's bytes changed: into the chunk when it is newer than
 // everything held (and the chunk has room), beside it otherwise; a kind
-// with a chunk starts one with its first sample (80 fixed bytes and a
+// with a chunk starts one with its first sample (64 fixed bytes and a
 // 24-byte stream: less than side samples and the side part).
 //
 // lazy is the WAL replay's, for what it must not encode: a checkpoint's
@@ -358,31 +361,31 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 	var b int64
 	switch {
 	case !k.xorHead():
-		return p.addSide(k, smp)
-	case lazy && !p.restored():
-		return p.addSide(k, smp)
+		return h.addSide(k, smp)
+	case lazy && !h.restored():
+		return h.addSide(k, smp)
 	case lazy:
-		if !p.newest(k, t) {
-			return p.addSide(k, smp)
+		if !h.newest(k, t) {
+			return h.addSide(k, smp)
 		}
-		if p.isFrozen() {
-			b = p.split()
+		if h.isFrozen() {
+			b = h.split()
 		}
-	case p.restored(), !p.hasChunk() && len(p.ss()) > 0:
+	case h.restored(), !p.hasChunk() && len(h.side()) > 0:
 		b = h.recompress(k) // a restored or replayed head is compressed with its side samples
 		p = h.p
 	case !p.hasChunk():
-		p.startChunk()
+		h.startChunk()
 	}
 	// The chunk takes smp when it has room and smp is newer than
 	// everything in the head.
-	if p.n() < xorHeadMaxSamples && p.newest(k, t) {
-		before := p.chunkBytes()
+	if p.n() < xorHeadMaxSamples && h.newest(k, t) {
+		before := h.chunkBytes()
 		p.appendXOR(k, smp)
-		return b + p.chunkBytes() - before
+		return b + h.chunkBytes() - before
 	}
-	b += p.addSide(k, smp)
-	if !lazy && p.hasChunk() && p.n() < xorHeadMaxSamples && len(p.ss()) >= xorHeadMaxSide {
+	b += h.addSide(k, smp)
+	if !lazy && p.hasChunk() && p.n() < xorHeadMaxSamples && len(h.side()) >= xorHeadMaxSide {
 		b += h.recompress(k)
 	}
 	return b
@@ -397,33 +400,33 @@ func (h *headBuf[S]) addNew(k kind[S], smp S, lazy bool) int64 {
 // samples one by one, uncompressed.
 func (h *headBuf[S]) splitWith(k kind[S], ss []S) (int64, bool) {
 	p := h.p
-	if !p.isFrozen() || len(ss) == 0 || len(ss) > xorHeadMaxSamples || k.ts(ss[0]) <= p.maxT() {
+	if !h.isFrozen() || len(ss) == 0 || len(ss) > xorHeadMaxSamples || k.ts(ss[0]) <= p.maxT() {
 		return 0, false
 	}
-	b := p.split()
-	before := p.chunkBytes()
+	b := h.split()
+	before := h.chunkBytes()
 	for _, s := range ss {
 		p.appendXOR(k, s)
 	}
-	return b + p.chunkBytes() - before, true
+	return b + h.chunkBytes() - before, true
 }
 
-// newest reports whether t is newer than every sample p holds.
-func (p *headParts[S]) newest(k kind[S], t int64) bool {
-	ss := p.ss()
-	return (p.n() == 0 || t > p.maxT()) && (len(ss) == 0 || t > k.ts(ss[len(ss)-1]))
+// newest reports whether t is newer than every sample h holds.
+func (h *headBuf[S]) newest(k kind[S], t int64) bool {
+	ss := h.side()
+	return (h.p.n() == 0 || t > h.p.maxT()) && (len(ss) == 0 || t > k.ts(ss[len(ss)-1]))
 }
 
 // addSide inserts smp into the side samples and returns its bytes.
-func (p *headParts[S]) addSide(k kind[S], smp S) int64 {
-	ss := p.ss()
+func (h *headBuf[S]) addSide(k kind[S], smp S) int64 {
+	ss := h.side()
 	i, _ := find(k, ss, k.ts(smp))
 	if i == len(ss) {
 		ss = append(ss, smp)
 	} else {
 		ss = slices.Insert(ss, i, smp)
 	}
-	p.setSS(ss)
+	h.setSS(ss)
 	return k.size(smp)
 }
 
@@ -436,8 +439,8 @@ func (h *headBuf[S]) addNewer(k kind[S], ss []S, lazy bool) int64 {
 		h.p = &headParts[S]{}
 	}
 	var b int64
-	if p := h.p; !k.xorHead() || (lazy && !p.restored()) {
-		p.setSS(append(p.ss(), ss...))
+	if !k.xorHead() || (lazy && !h.restored()) {
+		h.setSS(append(h.side(), ss...))
 		for _, s := range ss {
 			b += k.size(s)
 		}
@@ -460,11 +463,11 @@ func (h *headBuf[S]) recompress(k kind[S]) int64 {
 	before := h.bytes(k)
 	var all []S
 	if !h.p.hasChunk() {
-		all = h.p.ss() // sorted, and build keeps no part of it
+		all = h.side() // sorted, and build keeps no part of it
 	} else {
 		all = h.all(k, nil)
 	}
-	*h.p = headParts[S]{} // reused by build
+	*h.p, h.sidePart = headParts[S]{}, nil // h.p reused by build
 	h.build(k, all)
 	return h.bytes(k) - before
 }
@@ -473,37 +476,36 @@ func (h *headBuf[S]) recompress(k kind[S]) int64 {
 // samples (it keeps ss when the kind has no chunk).
 func (h *headBuf[S]) build(k kind[S], ss []S) {
 	if len(ss) == 0 {
-		h.p = nil
+		h.p, h.sidePart = nil, nil
 		return
 	}
 	if h.p == nil {
 		h.p = &headParts[S]{}
 	}
 	if !k.xorHead() {
-		h.p.setSS(ss)
+		h.setSS(ss)
 		return
 	}
 	n := min(len(ss), xorHeadMaxSamples)
-	h.p.startChunk()
+	h.startChunk()
 	for _, s := range ss[:n] {
 		h.p.appendXOR(k, s)
 	}
 	if n < len(ss) {
-		h.p.setSS(slices.Clone(ss[n:]))
+		h.setSS(slices.Clone(ss[n:]))
 	}
 }
 
 // take empties the head and returns its samples in timestamp order.
 func (h *headBuf[S]) take(k kind[S]) []S {
-	p := h.p
-	h.p = nil
+	h2 := *h
+	h.p, h.sidePart = nil, nil
 	switch {
-	case p == nil:
+	case h2.p == nil:
 		return nil
-	case !p.hasChunk():
-		return p.ss() // already sorted; no copy
+	case !h2.p.hasChunk():
+		return h2.side() // already sorted; no copy
 	}
-	h2 := &headBuf[S]{p}
 	return h2.all(k, make([]S, 0, h2.len()))
 }
 
@@ -516,8 +518,8 @@ func (h *headBuf[S]) deleteFunc(k kind[S], del func(S) bool) (int, int64) {
 	}
 	before := h.bytes(k)
 	if !h.p.hasChunk() {
-		h.p.setSS(slices.DeleteFunc(h.p.ss(), del))
-		if len(h.p.ss()) == 0 { // no chunk: not frozen either
+		h.setSS(slices.DeleteFunc(h.side(), del))
+		if len(h.side()) == 0 { // no chunk: not frozen either
 			h.p = nil
 		}
 		return n - h.len(), h.bytes(k) - before
@@ -526,7 +528,7 @@ func (h *headBuf[S]) deleteFunc(k kind[S], del func(S) bool) (int, int64) {
 	if len(kept) == n {
 		return 0, 0
 	}
-	h.p = nil
+	h.p, h.sidePart = nil, nil
 	h.build(k, kept)
 	return n - h.len(), h.bytes(k) - before
 }
@@ -536,8 +538,8 @@ func (h *headBuf[S]) growSide(n int) {
 	if h.p == nil {
 		h.p = &headParts[S]{}
 	}
-	if h.p.side == nil {
-		h.p.side = &headSide[S]{}
+	if h.sidePart == nil {
+		h.sidePart = &headSide[S]{}
 	}
-	h.p.side.ss = slices.Grow(h.p.side.ss, n)
+	h.sidePart.ss = slices.Grow(h.sidePart.ss, n)
 }

@@ -379,8 +379,8 @@ func TestHeadBufChunkFromFirstSample(t *testing.T) {
 		if i == 0 && b != xorHeadFixed+xorHeadInitCap {
 			t.Fatalf("the first sample costs %d bytes, want the chunk's %d", b, xorHeadFixed+xorHeadInitCap)
 		}
-		if h.p.n() != i+1 || h.p.side != nil {
-			t.Fatalf("after %d in order: %d compressed, side part %v", i+1, h.p.n(), h.p.side)
+		if h.p.n() != i+1 || h.sidePart != nil {
+			t.Fatalf("after %d in order: %d compressed, side part %v", i+1, h.p.n(), h.sidePart)
 		}
 	}
 	checkHeadModel(t, "in order", &h, ref, accounted)
@@ -395,14 +395,14 @@ func TestHeadBufChunkFromFirstSample(t *testing.T) {
 	n, b := h.deleteFunc(floats, func(s Sample) bool { return s.T == old.T })
 	accounted += b
 	ref = ref[1:]
-	if n != 1 || h.p.n() != 8 || h.p.side != nil {
-		t.Fatalf("after deleting it: %d deleted, %d compressed, side part %v", n, h.p.n(), h.p.side)
+	if n != 1 || h.p.n() != 8 || h.sidePart != nil {
+		t.Fatalf("after deleting it: %d deleted, %d compressed, side part %v", n, h.p.n(), h.sidePart)
 	}
 	checkHeadModel(t, "rebuilt", &h, ref, accounted)
 }
 
 // xorHeadFixed counts a compressed head's headParts (with the encoder in
-// it) as one 80-byte allocation, a size class of Go's allocator: the
+// it) as one 64-byte allocation, a size class of Go's allocator: the
 // struct is exactly that, so the head's byte accounting is what the
 // allocator hands out.
 func TestHeadPartsSize(t *testing.T) {

@@ -289,7 +289,7 @@ func segmentBytes(dir string) int64 {
 // little more than doubling would. A chunk reserves bytes at its bytes a
 // sample so far; a kind without a chunk reserves side samples. A
 // checkpoint's chunk (frozenChunks) reserves nothing: the samples after
-// it start a chunk of their own (headParts.split), which then grows.
+// it start a chunk of their own (headBuf.split), which then grows.
 // seen and total count the WAL after the checkpoint. It returns how the
 // head's bytes changed (a chunk is counted as allocated).
 func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int64) int64 {
@@ -309,7 +309,7 @@ func growForReplay[S any](k kind[S], tr *track[S], incoming int, seen, total int
 	}
 	// From 16 samples on: before, the first sample's 10-16 bytes make the
 	// bytes a sample look several times what they will be.
-	if n := p.n(); n >= 16 && !p.isFrozen() {
+	if n := p.n(); n >= 16 && !tr.head.isFrozen() {
 		perSample := float64(p.chunk.Len()) / float64(n)
 		want := min(estimate(n+incoming), xorHeadMaxSamples)
 		if grow := int(float64(want-n) * perSample); grow > p.chunk.Cap()-p.chunk.Len() {
@@ -361,7 +361,7 @@ func (rp *replayer) series(ref uint64, seg int32, what func() string) (*memSerie
 func replaySamples[S any](rp *replayer, k kind[S], ms *memSeries, seg int32, smps []S) {
 	tr := k.track(ms, true)
 	idle := !ms.hasHeadLocked()
-	lazy := rp.ckpt || tr.head.p.restored()
+	lazy := rp.ckpt || tr.head.restored()
 	grown := growForReplay(k, tr, len(smps), rp.seen-rp.base, rp.total-rp.base)
 	n, b := insertAll(k, tr, smps, seg, rp.nowNs, lazy)
 	b += grown

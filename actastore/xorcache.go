@@ -118,7 +118,7 @@ func encodeChunks(ss []Sample) *fileChunks {
 		for _, s := range part {
 			enc.Append(s.T, s.V)
 		}
-		buf = enc.Finish()
+		buf = enc.Finish(buf)
 		fc.chunks = append(fc.chunks, XORChunk{MinT: part[0].T, MaxT: part[len(part)-1].T, Samples: len(part), Data: buf[start:len(buf):len(buf)]})
 	}
 	// Data slices point into buf, reallocated as it grew: re-slice them

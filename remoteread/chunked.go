@@ -200,7 +200,7 @@ func (cw *chunkWriter) encode(j *job) {
 	var n, start int
 	var mint, maxt int64
 	cut := func() {
-		cw.data = cw.enc.Finish()
+		cw.data = cw.enc.Finish(cw.data[:start])
 		// The chunk's bytes stay where they are until the frame is
 		// marshalled: later chunks are appended after them (or into a
 		// new array, leaving them in the old one).
@@ -264,7 +264,7 @@ func (cw *chunkWriter) parts(j *job, parts []actastore.FloatPart, maxData int) {
 			for _, smp := range run {
 				cw.enc.Append(smp.T, smp.V)
 			}
-			cw.data = cw.enc.Finish()
+			cw.data = cw.enc.Finish(cw.data[:start])
 			add(prompb.Chunk{MinTimeMs: run[0].T, MaxTimeMs: run[len(run)-1].T, Type: prompb.Chunk_XOR, Data: cw.data[start:]})
 			j.samples += int64(len(run))
 		}

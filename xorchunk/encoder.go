@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"unsafe"
 )
 
 // headerSize is the chunk's sample count (uint16, big-endian).
@@ -17,33 +18,30 @@ const MaxSamples = math.MaxUint16
 // so one buffer can hold a series' chunks back to back. The zero Encoder
 // is ready after Start.
 //
-// Its offset and counters are 32 bits (a chunk counts at most MaxSamples,
-// the pending bits are fewer than 64), so that the encoder is 72 bytes: a
-// head keeps one per series (actastore's headParts). 32 bits, not 8 or
-// 16: narrower ones cost about 10 % in BenchmarkEncode.
+// It is 64 bytes, a size class of Go's allocator: a head keeps one per
+// series (actastore's headParts). So buf is the chunk alone (it starts at
+// the header, in the spare capacity of the buffer given to Start), not
+// that buffer with an offset, and the sample count is 16 bits (the
+// header's width); the pending bit count stays 32 bits, as narrower ones
+// cost about 10 % in BenchmarkEncode.
 type Encoder struct {
-	buf    []byte
+	buf    []byte // the chunk, from its header
 	acc    uint64 // pending bits, most significant first
 	t      int64
 	v      uint64
 	tDelta uint64
 
-	start    uint32 // offset of the chunk's header in buf (Start: below 4 GiB)
 	nacc     uint32 // number of pending bits in acc (< 64 between calls)
-	n        uint32 // samples in the chunk (at most MaxSamples)
+	n        uint16 // samples in the chunk (at most MaxSamples)
 	leading  uint8  // 0xff: no window yet
 	trailing uint8
 }
 
-// Start begins a new chunk appended to dst (dst's bytes are kept). dst
-// must be shorter than 4 GiB (it panics otherwise): the offset is kept in
-// 32 bits.
+// Start begins a new chunk after dst's bytes, in dst's spare capacity
+// while it lasts (dst's bytes are kept); Finish(dst) returns dst with the
+// chunk appended.
 func (e *Encoder) Start(dst []byte) {
-	if uint64(len(dst)) > math.MaxUint32 {
-		panic("xorchunk: Start on a buffer of 4 GiB or more")
-	}
-	e.start = uint32(len(dst))
-	e.buf = append(dst, 0, 0)
+	e.buf = append(dst[len(dst):], 0, 0)
 	e.acc, e.nacc, e.n = 0, 0, 0
 	e.t, e.v, e.tDelta = 0, 0, 0
 	e.leading, e.trailing = 0xff, 0
@@ -66,20 +64,20 @@ func (e *Encoder) NumSamples() int { return int(e.n) }
 // the header nor the last byte (the accumulator holds them), so its
 // memory traffic is one 8-byte store per 64 bits.
 func (e *Encoder) Chunk() []byte {
-	if binary.BigEndian.Uint16(e.buf[e.start:]) != uint16(e.n) {
-		binary.BigEndian.PutUint16(e.buf[e.start:], uint16(e.n))
+	if binary.BigEndian.Uint16(e.buf) != e.n {
+		binary.BigEndian.PutUint16(e.buf, e.n)
 	}
 	if e.nacc == 0 {
-		return e.buf[e.start:]
+		return e.buf
 	}
 	var pending [8]byte
 	binary.BigEndian.PutUint64(pending[:], e.acc)
 	nb := int(e.nacc+7) / 8
 	if len(e.buf)+nb <= cap(e.buf) {
-		return append(e.buf, pending[:nb]...)[e.start:]
+		return append(e.buf, pending[:nb]...)
 	}
-	c := make([]byte, 0, len(e.buf)-int(e.start)+nb)
-	c = append(c, e.buf[e.start:]...)
+	c := make([]byte, 0, len(e.buf)+nb)
+	c = append(c, e.buf...)
 	return append(c, pending[:nb]...)
 }
 
@@ -94,35 +92,41 @@ func (e *Encoder) LastT() int64 { return e.t }
 // before the next Start: where the last sample's bits end within the last
 // byte is not in the bytes. chunk may be read-only memory.
 func (e *Encoder) Freeze(chunk []byte, lastT int64) {
-	*e = Encoder{buf: chunk, n: uint32(binary.BigEndian.Uint16(chunk)), leading: 0xff, t: lastT}
+	*e = Encoder{buf: chunk, n: binary.BigEndian.Uint16(chunk), leading: 0xff, t: lastT}
 }
 
-// Cap is the capacity of the buffer the chunk is in, in bytes: what it
-// holds allocated (the buffer given to Start, as it grew).
+// Cap is the capacity of the buffer the chunk is in, in bytes, from the
+// chunk's header on: for a chunk started in an empty buffer, what it holds
+// allocated (that buffer, as it grew).
 func (e *Encoder) Cap() int { return cap(e.buf) }
 
 // Len is the number of bytes the chunk's samples fill so far, the header
 // and the pending bits included.
-func (e *Encoder) Len() int { return len(e.buf) - int(e.start) + int(e.nacc+7)/8 }
+func (e *Encoder) Len() int { return len(e.buf) + int(e.nacc+7)/8 }
 
 // Grow makes room for n more bytes of samples without a reallocation, as
 // slices.Grow does: for a caller that knows how large the chunk will get
 // (a WAL replay), one allocation instead of append's doubling.
 func (e *Encoder) Grow(n int) { e.buf = slices.Grow(e.buf, n) }
 
-// Finish completes the chunk and returns the buffer given to Start with
-// the chunk appended: the chunk is the returned buffer from the length dst
-// had at Start. The Encoder must be started again before the next Append.
-func (e *Encoder) Finish() []byte {
+// Finish completes the chunk and returns dst, the buffer given to Start
+// (its bytes and length as they were then), with the chunk appended: the
+// chunk is the returned buffer from len(dst) on. It copies the chunk only
+// when the chunk outgrew dst's spare capacity. The Encoder must be
+// started again before the next Append.
+func (e *Encoder) Finish(dst []byte) []byte {
 	for e.nacc > 0 {
 		e.buf = append(e.buf, byte(e.acc>>56))
 		e.acc <<= 8
 		e.nacc -= min(e.nacc, 8)
 	}
-	binary.BigEndian.PutUint16(e.buf[e.start:], uint16(e.n))
-	b := e.buf
+	binary.BigEndian.PutUint16(e.buf, e.n)
+	c := e.buf
 	e.buf = nil
-	return b
+	if spare := dst[len(dst):cap(dst)]; len(c) <= len(spare) && unsafe.SliceData(spare) == unsafe.SliceData(c) {
+		return dst[:len(dst)+len(c)] // in place
+	}
+	return append(dst, c...)
 }
 
 // Append adds one sample. A chunk takes at most MaxSamples samples

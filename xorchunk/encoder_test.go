@@ -39,7 +39,7 @@ func encode(ts []int64, vs []float64, perChunk int) [][]byte {
 	for i := range ts {
 		if i%perChunk == 0 {
 			if i > 0 {
-				buf = e.Finish()
+				buf = e.Finish(buf)
 			}
 			offs = append(offs, len(buf))
 			e.Start(buf)
@@ -47,7 +47,7 @@ func encode(ts []int64, vs []float64, perChunk int) [][]byte {
 		e.Append(ts[i], vs[i])
 	}
 	if len(ts) > 0 {
-		buf = e.Finish()
+		buf = e.Finish(buf)
 	}
 	out := make([][]byte, len(offs))
 	for i, o := range offs {
@@ -71,7 +71,8 @@ func checkOpen(t *testing.T, ts []int64, vs []float64) {
 	c := chunkenc.NewXORChunk()
 	app, _ := c.Appender()
 	var e Encoder
-	e.Start(make([]byte, 0, 3)) // small: Chunk often has to copy
+	dst := make([]byte, 0, 3) // small: Chunk often has to copy
+	e.Start(dst)
 	var got []byte
 	for i := range ts {
 		app.Append(0, ts[i], vs[i])
@@ -97,7 +98,7 @@ func checkOpen(t *testing.T, ts []int64, vs []float64) {
 	if len(ts) == 0 {
 		got = e.Chunk()
 	}
-	if fin := e.Finish(); !bytes.Equal(fin, c.Bytes()) {
+	if fin := e.Finish(dst); !bytes.Equal(fin, c.Bytes()) {
 		t.Fatalf("finished after Chunk:\n got  %x\n want %x", fin, c.Bytes())
 	}
 	var f Encoder
@@ -259,4 +260,32 @@ func FuzzEncoder(f *testing.F) {
 		check(t, ts, vs, int(per)+1)
 		checkOpen(t, ts, vs)
 	})
+}
+
+// Finish appends the chunk to the buffer given to Start, keeping its
+// bytes: in place while the chunk fits that buffer's spare capacity (the
+// same array), copied after them when it outgrew it.
+func TestFinishAppendsToStartBuffer(t *testing.T) {
+	c := chunkenc.NewXORChunk()
+	app, _ := c.Appender()
+	for i := range 50 {
+		app.Append(0, int64(i)*15000, float64(i*i))
+	}
+	want := append([]byte("prefix"), c.Bytes()...)
+	for _, spare := range []int{0, 3, len(c.Bytes()) - 1, len(c.Bytes()), 4096} {
+		dst := append(make([]byte, 0, len("prefix")+spare), "prefix"...)
+		var e Encoder
+		e.Start(dst)
+		for i := range 50 {
+			e.Append(int64(i)*15000, float64(i*i))
+		}
+		got := e.Finish(dst)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("spare %d: got %x, want %x", spare, got, want)
+		}
+		inPlace := &got[0] == &dst[:1][0]
+		if fits := spare >= len(c.Bytes()); inPlace != fits {
+			t.Fatalf("spare %d for a %d-byte chunk: in dst's array %v, want %v", spare, len(c.Bytes()), inPlace, fits)
+		}
+	}
 }

@@ -43,13 +43,13 @@ func BenchmarkEncode(b *testing.B) {
 				for i := range ts {
 					if i%120 == 0 {
 						if i > 0 {
-							buf = e.Finish()
+							buf = e.Finish(buf)
 						}
 						e.Start(buf)
 					}
 					e.Append(ts[i], vs[i])
 				}
-				buf = e.Finish()
+				buf = e.Finish(buf)
 			}
 			b.ReportMetric(float64(b.N)*float64(len(ts))/b.Elapsed().Seconds(), "samples/s")
 			b.ReportMetric(float64(len(buf))/float64(len(ts)), "B/sample")
