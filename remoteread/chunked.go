@@ -143,6 +143,12 @@ func (h *Handler) streamQuery(r *http.Request, fw *frameWriter, idx int, q query
 	return nil
 }
 
+// chunkRoom is the spare capacity data gets before a chunk starts in it:
+// about a chunk of samplesPerChunk regular samples. The encoder writes the
+// chunk there (xorchunk.Encoder.Start); one that outgrows it grows apart
+// from the chunks before it and is copied after them once whole.
+const chunkRoom = 512
+
 // chunkWriter is one worker's scratch for encoding series into frames.
 type chunkWriter struct {
 	lim      *Limits
@@ -217,6 +223,7 @@ func (cw *chunkWriter) encode(j *job) {
 		t, v := it.At()
 		if n == 0 {
 			start = len(cw.data)
+			cw.data = slices.Grow(cw.data, chunkRoom)
 			cw.enc.Start(cw.data)
 			mint = t
 		}
@@ -260,6 +267,7 @@ func (cw *chunkWriter) parts(j *job, parts []actastore.FloatPart, maxData int) {
 		for i := 0; i < len(p.Samples); i += samplesPerChunk {
 			run := p.Samples[i:min(i+samplesPerChunk, len(p.Samples))]
 			start := len(cw.data)
+			cw.data = slices.Grow(cw.data, chunkRoom)
 			cw.enc.Start(cw.data)
 			for _, smp := range run {
 				cw.enc.Append(smp.T, smp.V)
