@@ -519,8 +519,8 @@ func (h *headBuf[S]) deleteFunc(k kind[S], del func(S) bool) (int, int64) {
 	before := h.bytes(k)
 	if !h.p.hasChunk() {
 		h.setSS(slices.DeleteFunc(h.side(), del))
-		if len(h.side()) == 0 { // no chunk: not frozen either
-			h.p = nil
+		if len(h.side()) == 0 {
+			h.p, h.sidePart = nil, nil
 		}
 		return n - h.len(), h.bytes(k) - before
 	}
