@@ -45,6 +45,12 @@ func (c countingConn) Write(b []byte) (int, error) {
 // more every time).
 func TestSmallStreamedAnswerOneWrite(t *testing.T) {
 	for _, n := range []int{1, 40} { // 40 series: chunked, still one write
+		if n > 1 && raceEnabled {
+			// Under the race detector the encoding goroutines fall behind
+			// the writer on every try (10 writes for 40 series), so only
+			// the answer with nothing to wait for is held to one write.
+			continue
+		}
 		least := int32(-1)
 		for try := 0; try < 5 && least != 1; try++ {
 			w := smallStreamedAnswerWrites(t, n)
