@@ -149,7 +149,8 @@ func appendCompactJobs[S any](s *Store, k kind[S], ms *memSeries, jobs []compact
 	if n := len(tr.files()); n > 0 && !isBucketOnly(s, k.id(), ms.ref, tr.files()[n-1]) {
 		path := filePath(s.dir, k, ms.ref, tr.files()[n-1])
 		idleFor := 2 * s.opts.MaxHeadAge.Milliseconds()
-		idle := !tr.busy() && tr.fileMaxKnown && tr.fileMaxT != noTime && s.now().UnixMilli()-tr.fileMaxT >= idleFor
+		fmax, fknown := tr.fileMax()
+		idle := !tr.busy() && fknown && fmax != noTime && s.now().UnixMilli()-fmax >= idleFor
 		appended, base, known := tr.newestRows()
 		var due bool
 		switch {
@@ -172,8 +173,8 @@ func noteNewestRows(id kindID, ms *memSeries, start int64, rows int) {
 	defer ms.mu.Unlock()
 	switch id {
 	case kindHistogram:
-		if ms.hists != nil {
-			noteNewest(ms.hists, start, rows)
+		if ms.hists() != nil {
+			noteNewest(ms.hists(), start, rows)
 		}
 	default:
 		noteNewest(&ms.floats, start, rows)

@@ -203,12 +203,12 @@ func (s *Store) lockFlushes(list []*memSeries) func() {
 func (s *Store) dropHeadRange(ms *memSeries, mint, maxt int64) {
 	had := ms.hasHeadLocked()
 	dropTrackRange(s, floats, &ms.floats, mint, maxt)
-	if ms.hists != nil {
-		dropTrackRange(s, histograms, ms.hists, mint, maxt)
+	if ms.hists() != nil {
+		dropTrackRange(s, histograms, ms.hists(), mint, maxt)
 	}
-	if ms.ex != nil {
-		ms.ex.kept = slices.DeleteFunc(ms.ex.kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
-		ms.ex.unflushed = min(ms.ex.unflushed, len(ms.ex.kept))
+	if ms.ex() != nil {
+		ms.ex().kept = slices.DeleteFunc(ms.ex().kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
+		ms.ex().unflushed = min(ms.ex().unflushed, len(ms.ex().kept))
 	}
 	if had && !ms.hasHeadLocked() {
 		s.hd.series.Add(-1)
@@ -267,7 +267,7 @@ func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64
 			// The newest file changed: its newest sample is read again
 			// when needed.
 			tr.clearLast()
-			tr.fileMaxKnown = false
+			tr.setFileMax(noTime, false)
 		}
 		tr.forgetFileMin(f.start)
 		ms.mu.Unlock()
@@ -391,17 +391,17 @@ func rewriteWithout[S any](s *Store, k kind[S], ms *memSeries, path string, mint
 // rewriting it with what is kept (its flush lock held).
 func (s *Store) deleteExemplars(ms *memSeries, mint, maxt int64) error {
 	ms.mu.Lock()
-	has := ms.ex != nil
+	has := ms.ex() != nil
 	ms.mu.Unlock()
 	if !has {
 		return nil
 	}
 	s.loadExemplars(ms)
 	ms.mu.Lock()
-	ms.ex.kept = slices.DeleteFunc(ms.ex.kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
-	kept := slices.Clone(ms.ex.kept)
-	ms.ex.unflushed = 0
-	ms.ex.fileRows = len(kept)
+	ms.ex().kept = slices.DeleteFunc(ms.ex().kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
+	kept := slices.Clone(ms.ex().kept)
+	ms.ex().unflushed = 0
+	ms.ex().fileRows = len(kept)
 	ms.mu.Unlock()
 	path := exemplarFilePath(s.dir, ms.ref)
 	s.writers.forget(fileKey{ref: ms.ref, kind: exemplarFileKind}, path)
@@ -410,7 +410,7 @@ func (s *Store) deleteExemplars(ms *memSeries, mint, maxt int64) error {
 			return err
 		}
 		ms.mu.Lock()
-		ms.ex = nil
+		ms.dropExemplarsLocked()
 		ms.mu.Unlock()
 		return nil
 	}

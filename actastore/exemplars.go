@@ -62,10 +62,11 @@ type exemplars struct {
 
 // exemplarsLocked returns the series' exemplars, creating them (mu held).
 func (ms *memSeries) exemplarsLocked() *exemplars {
-	if ms.ex == nil {
-		ms.ex = &exemplars{}
+	x := ms.extrasLocked()
+	if x.ex == nil {
+		x.ex = &exemplars{}
 	}
-	return ms.ex
+	return x.ex
 }
 
 func sameExemplar(a, b Exemplar) bool {
@@ -100,7 +101,7 @@ func (e *exemplars) add(es []Exemplar, seg int32, nowNs int64) int {
 // memory, once (the file is read outside the series' lock).
 func (s *Store) loadExemplars(ms *memSeries) {
 	ms.mu.Lock()
-	if ms.ex != nil && ms.ex.loaded {
+	if ms.ex() != nil && ms.ex().loaded {
 		ms.mu.Unlock()
 		return
 	}
@@ -125,14 +126,14 @@ func (s *Store) loadExemplars(ms *memSeries) {
 // slack. Called with the series' flush lock held.
 func (s *Store) flushExemplars(ms *memSeries) error {
 	ms.mu.Lock()
-	if ms.ex == nil || ms.ex.unflushed == 0 {
+	if ms.ex() == nil || ms.ex().unflushed == 0 {
 		ms.mu.Unlock()
 		return nil
 	}
 	ms.mu.Unlock()
 	s.loadExemplars(ms)
 	ms.mu.Lock()
-	e := ms.ex
+	e := ms.ex()
 	n := e.unflushed
 	if n == 0 { // the file held them all
 		ms.mu.Unlock()
@@ -274,7 +275,7 @@ func (s *Store) SelectExemplars(ctx context.Context, mint, maxt int64, ms ...*la
 		// A series with exemplars (in memory or in its file, found at
 		// Open) has ex set.
 		m.mu.Lock()
-		none := m.ex == nil
+		none := m.ex() == nil
 		m.mu.Unlock()
 		if none {
 			continue
@@ -282,7 +283,7 @@ func (s *Store) SelectExemplars(ctx context.Context, mint, maxt int64, ms ...*la
 		s.loadExemplars(m)
 		m.mu.Lock()
 		var es []Exemplar
-		for _, e := range m.ex.kept {
+		for _, e := range m.ex().kept {
 			if e.T >= mint && e.T <= maxt {
 				es = append(es, e)
 			}

@@ -193,7 +193,8 @@ func lookupFiles[S any](s *Store, k kind[S], ms *memSeries, need []int64, hits m
 	learn := false
 	if tr != nil {
 		spans = filesInRange(tr, mint, maxt)
-		learn = !tr.fileMaxKnown && len(tr.files()) > 0
+		_, known := tr.fileMax()
+		learn = !known && len(tr.files()) > 0
 		if learn && (len(spans) == 0 || spans[len(spans)-1].start != tr.files()[len(tr.files())-1]) {
 			spans = append(spans, fileSpan{start: tr.files()[len(tr.files())-1]})
 		}
@@ -229,11 +230,13 @@ func lookupFiles[S any](s *Store, k kind[S], ms *memSeries, need []int64, hits m
 	}
 	if learn {
 		ms.mu.Lock()
-		if tr := k.track(ms, false); tr != nil && !tr.fileMaxKnown {
-			tr.fileMaxKnown = true
-			if newestOK {
-				tr.fileMaxT = max(tr.fileMaxT, newest)
-				tr.maxT = max(tr.maxT, newest)
+		if tr := k.track(ms, false); tr != nil {
+			if fmax, known := tr.fileMax(); !known {
+				if newestOK {
+					fmax = max(fmax, newest)
+					tr.maxT = max(tr.maxT, newest)
+				}
+				tr.setFileMax(fmax, true)
 			}
 		}
 		ms.mu.Unlock()

@@ -85,10 +85,10 @@ func (s *Store) dueLocked(ms *memSeries, nowNs int64) bool {
 	if trackDue(floats, &ms.floats, nowNs, age, s.fo) {
 		return true
 	}
-	if ms.hists != nil && trackDue(histograms, ms.hists, nowNs, age, s.fo) {
+	if ms.hists() != nil && trackDue(histograms, ms.hists(), nowNs, age, s.fo) {
 		return true
 	}
-	return ms.ex != nil && ms.ex.unflushed > 0 && nowNs-ms.ex.since >= exemplarAgeFactor*age
+	return ms.ex() != nil && ms.ex().unflushed > 0 && nowNs-ms.ex().since >= exemplarAgeFactor*age
 }
 
 func trackDue[S any](k kind[S], tr *track[S], nowNs, age int64, fo fileOptions) bool {
@@ -184,9 +184,9 @@ func (s *Store) flushLargest() {
 		ms.mu.Lock()
 		b := trackHeadBytes(floats, &ms.floats)
 		n := int64(ms.floats.head.len())
-		if ms.hists != nil {
-			b += trackHeadBytes(histograms, ms.hists)
-			n += int64(ms.hists.head.len())
+		if ms.hists() != nil {
+			b += trackHeadBytes(histograms, ms.hists())
+			n += int64(ms.hists().head.len())
 		}
 		ms.mu.Unlock()
 		if b > 0 {
@@ -232,7 +232,7 @@ func (s *Store) flushSeries(ms *memSeries) error {
 	mu.Lock()
 	defer mu.Unlock()
 	err := flushTrack(s, floats, ms)
-	if ms.hists != nil {
+	if ms.hists() != nil {
 		err = errors.Join(err, flushTrack(s, histograms, ms))
 	}
 	return errors.Join(err, s.flushExemplars(ms))

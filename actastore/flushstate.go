@@ -46,9 +46,10 @@ func (s *Store) writeFlushState() error {
 		ms.mu.Lock()
 		fmax := ms.floats.maxT
 		last, hasLast := ms.floats.lastFlushed()
-		var h track[HistogramSample]
-		if ms.hists != nil {
-			h = *ms.hists
+		hmaxT, hfileMax, hknown := noTime, noTime, false
+		if h := ms.hists(); h != nil {
+			hmaxT = h.maxT
+			hfileMax, hknown = h.fileMax()
 		}
 		ms.mu.Unlock()
 		if hasLast {
@@ -60,10 +61,10 @@ func (s *Store) writeFlushState() error {
 				emit(recFlushState, &fbody, &fn)
 			}
 		}
-		if h.fileMaxKnown && h.fileMaxT != noTime {
+		if hknown && hfileMax != noTime {
 			hbody = binary.LittleEndian.AppendUint64(hbody, ms.ref)
-			hbody = binary.AppendVarint(hbody, h.fileMaxT)
-			hbody = binary.AppendVarint(hbody, max(h.maxT, h.fileMaxT))
+			hbody = binary.AppendVarint(hbody, hfileMax)
+			hbody = binary.AppendVarint(hbody, max(hmaxT, hfileMax))
 			if hn++; len(hbody) >= maxRecordPayload {
 				emit(recHistFlushState, &hbody, &hn)
 			}
@@ -145,7 +146,7 @@ func (s *Store) floatFlushState(src []byte) ([]byte, error) {
 	if ms := s.reg.byRef.get(ref); ms != nil && len(ms.floats.files()) > 0 {
 		tr := &ms.floats
 		tr.setLast(Sample{T: lastT, V: lastV})
-		tr.fileMaxT, tr.fileMaxKnown = lastT, true
+		tr.setFileMax(lastT, true)
 		tr.maxT = max(tr.maxT, maxT)
 	}
 	return src[8+k1+8+k2:], nil
@@ -164,9 +165,9 @@ func (s *Store) histFlushState(src []byte) ([]byte, error) {
 	if k2 <= 0 {
 		return nil, fmt.Errorf("%w: newest timestamp", errRecord)
 	}
-	if ms := s.reg.byRef.get(ref); ms != nil && ms.hists != nil && len(ms.hists.files()) > 0 {
-		tr := ms.hists
-		tr.fileMaxT, tr.fileMaxKnown = fileMax, true
+	if ms := s.reg.byRef.get(ref); ms != nil && ms.hists() != nil && len(ms.hists().files()) > 0 {
+		tr := ms.hists()
+		tr.setFileMax(fileMax, true)
 		tr.maxT = max(tr.maxT, maxT)
 	}
 	return src[8+k1+k2:], nil

@@ -60,7 +60,7 @@ func (h *headState) queue(ms *memSeries) {
 // hasHeadLocked reports whether the series has a non-empty head of any
 // kind (mu held).
 func (ms *memSeries) hasHeadLocked() bool {
-	return ms.floats.head.len() > 0 || (ms.hists != nil && ms.hists.head.len() > 0)
+	return ms.floats.head.len() > 0 || (ms.hists() != nil && ms.hists().head.len() > 0)
 }
 
 // headSinceLocked is when the series' oldest head sample of any kind
@@ -70,7 +70,7 @@ func (ms *memSeries) headSinceLocked() int64 {
 	if ms.floats.head.len() > 0 {
 		since = ms.floats.headSince
 	}
-	if h := ms.hists; h != nil && h.head.len() > 0 && (since == 0 || h.headSince < since) {
+	if h := ms.hists(); h != nil && h.head.len() > 0 && (since == 0 || h.headSince < since) {
 		since = h.headSince
 	}
 	return since

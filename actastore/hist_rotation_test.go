@@ -44,10 +44,10 @@ func histStarts(s *Store, lset labels.Labels) []int64 {
 	}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	if ms.hists == nil {
+	if ms.hists() == nil {
 		return nil
 	}
-	return append([]int64(nil), ms.hists.files()...)
+	return append([]int64(nil), ms.hists().files()...)
 }
 
 // seriesOf is the series of lset, or nil.

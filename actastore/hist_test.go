@@ -152,7 +152,7 @@ func TestHistogramsStoreRoundTrip(t *testing.T) {
 	checkHistograms(t, "flushed", s, cases)
 	for _, c := range cases[:3] {
 		ms := seriesOf(s, labels.FromStrings("__name__", c.Name, "job", "j"))
-		st := ms.hists
+		st := ms.hists()
 		if len(st.files()) != 1 {
 			t.Fatalf("%s: histogram files %v, want one (no rotation)", c.Name, st.files())
 		}

@@ -25,11 +25,11 @@ func (histKind) dir() string                { return histDirName }
 func (histKind) ts(h HistogramSample) int64 { return h.T }
 
 func (histKind) track(ms *memSeries, create bool) *track[HistogramSample] {
-	if ms.hists == nil && create {
+	if ms.hists() == nil && create {
 		t := newTrack[HistogramSample]()
-		ms.hists = &t
+		ms.extrasLocked().hists = &t
 	}
-	return ms.hists
+	return ms.hists()
 }
 
 // same compares two samples bit for bit, every field (through the WAL

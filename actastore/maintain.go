@@ -166,7 +166,7 @@ func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rot
 	}
 	starts := slices.Clone(tr.files())
 	busy := tr.busy()
-	last, known := tr.fileMaxT, tr.fileMaxKnown
+	last, known := tr.fileMax()
 	ms.mu.Unlock()
 	if !busy && !known && s.opts.Retention.MaxAge > 0 {
 		// Unknown after a crash for series without WAL samples (and for
@@ -179,15 +179,15 @@ func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rot
 		}
 		if err == nil {
 			ms.mu.Lock()
-			if tr.files()[len(tr.files())-1] == starts[len(starts)-1] && !tr.fileMaxKnown {
-				tr.fileMaxKnown = true
-				tr.fileMaxT = noTime
+			if _, known := tr.fileMax(); tr.files()[len(tr.files())-1] == starts[len(starts)-1] && !known {
+				fmax := noTime
 				if ok {
-					tr.fileMaxT = hi
+					fmax = hi
 					tr.maxT = max(tr.maxT, hi)
 				}
+				tr.setFileMax(fmax, true)
 			}
-			last, known = tr.fileMaxT, tr.fileMaxKnown
+			last, known = tr.fileMax()
 			ms.mu.Unlock()
 		}
 	}
@@ -230,7 +230,8 @@ func deleteFile[S any](s *Store, k kind[S], ms *memSeries, f rotation.File) (fre
 	}
 	i := slices.Index(tr.files(), f.Start)
 	newest := i == len(tr.files())-1
-	stale := i < 0 || (newest && (f.Sealed || tr.busy() || !tr.fileMaxKnown || tr.fileMaxT == noTime || tr.fileMaxT+1 != f.End))
+	fmax, fknown := tr.fileMax()
+	stale := i < 0 || (newest && (f.Sealed || tr.busy() || !fknown || fmax == noTime || fmax+1 != f.End))
 	ms.mu.Unlock()
 	if stale {
 		return 0, false, nil
@@ -280,7 +281,7 @@ func dropFile[S any](tr *track[S], start int64) {
 	}
 	if newest {
 		tr.clearLast()
-		tr.fileMaxT, tr.fileMaxKnown = noTime, len(tr.files()) == 0
+		tr.setFileMax(noTime, len(tr.files()) == 0)
 	}
 }
 

@@ -61,7 +61,7 @@ func (s *Store) warmReaders() {
 			if n := len(ms.floats.files()); n > back && !ms.removed {
 				paths = append(paths, warmFile{filePath(s.dir, floats, ms.ref, ms.floats.files()[n-1-back]), true})
 			}
-			if h := ms.hists; h != nil && len(h.files()) > back && !ms.removed {
+			if h := ms.hists(); h != nil && len(h.files()) > back && !ms.removed {
 				paths = append(paths, warmFile{filePath(s.dir, histograms, ms.ref, h.files()[len(h.files())-1-back]), false})
 			}
 			ms.mu.Unlock()

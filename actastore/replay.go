@@ -122,11 +122,11 @@ func (s *Store) attachFiles(sf *scannedFiles) {
 		switch id {
 		case kindFloat:
 			ms.floats.setFiles(starts)
-			ms.floats.fileMaxKnown = false
+			ms.floats.setFileMax(noTime, false)
 		case kindHistogram:
 			tr := histograms.track(ms, true)
 			tr.setFiles(starts)
-			tr.fileMaxKnown = false
+			tr.setFileMax(noTime, false)
 		}
 	}
 	for id, m := range sf.starts {
@@ -395,7 +395,7 @@ func (s *Store) repairTornFiles() error {
 		if err := repairTrack(s, histograms, ms); err != nil {
 			return err
 		}
-		if ms.ex != nil && ms.ex.unflushed > 0 {
+		if ms.ex() != nil && ms.ex().unflushed > 0 {
 			path := exemplarFilePath(s.dir, ms.ref)
 			if _, err := os.Stat(path); err == nil {
 				if res, err := repairFile(path); err != nil {
@@ -482,14 +482,15 @@ func dedupeTrack[S any](s *Store, k kind[S], ms *memSeries) error {
 		if i == len(tr.files())-1 {
 			// The newest file's newest sample makes duplicate and
 			// out-of-order checks work after the crash as they did before.
-			tr.fileMaxKnown = true
+			fmax, _ := tr.fileMax()
 			if ok {
-				tr.fileMaxT = hi
+				fmax = hi
 				tr.maxT = max(tr.maxT, hi)
 				if newest, found, err := newestInFile(k, path); err == nil && found {
 					tr.setLast(newest)
 				}
 			}
+			tr.setFileMax(fmax, true)
 		}
 	}
 	if len(inFile) == 0 {

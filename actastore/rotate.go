@@ -28,8 +28,8 @@ func writeRotated[S any](s *Store, k kind[S], ms *memSeries, smps []S, sts []Sta
 	if n := len(tr.files()); n > 0 {
 		curStart = tr.files()[n-1]
 		cur = &rotation.Newest{Start: curStart, MaxT: noTime}
-		if tr.fileMaxKnown {
-			cur.MaxT = tr.fileMaxT
+		if fmax, known := tr.fileMax(); known {
+			cur.MaxT = fmax
 		}
 		// A file may span periods (a pre-rotation histogram file was
 		// renamed to its first sample): route as if it started in its

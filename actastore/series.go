@@ -160,13 +160,60 @@ type memSeries struct {
 
 	mu     sync.Mutex // guards everything below
 	floats track[Sample]
-	hists  *track[HistogramSample] // nil until the series gets a histogram
-	ex     *exemplars              // nil until the series gets an exemplar
+	// extras are the series' native histograms and exemplars, nil until
+	// it gets one of them: one pointer for both keeps the struct in the
+	// 112-byte size class (TestMemSeriesSize).
+	extras *seriesExtras
 	// removed: retention or deletion took the series out of the index;
 	// nothing may be added to it.
 	removed   bool
 	walLogged bool // a series record for it is in the WAL (or catalog)
 	inCatalog bool // its record is in the catalog
+}
+
+// seriesExtras is what a series holds besides float samples (guarded by
+// its mu).
+type seriesExtras struct {
+	hists *track[HistogramSample] // nil until the series gets a histogram
+	ex    *exemplars              // nil until the series gets an exemplar
+}
+
+// hists is the series' histogram track, nil until it gets a histogram
+// (histKind.track creates it). Called with mu held.
+func (ms *memSeries) hists() *track[HistogramSample] {
+	if ms.extras == nil {
+		return nil
+	}
+	return ms.extras.hists
+}
+
+// ex is the series' exemplars, nil until it gets one (exemplarsLocked
+// creates them). Called with mu held.
+func (ms *memSeries) ex() *exemplars {
+	if ms.extras == nil {
+		return nil
+	}
+	return ms.extras.ex
+}
+
+// extrasLocked returns the series' extras, creating them (mu held).
+func (ms *memSeries) extrasLocked() *seriesExtras {
+	if ms.extras == nil {
+		ms.extras = &seriesExtras{}
+	}
+	return ms.extras
+}
+
+// dropExemplarsLocked forgets the series' exemplars (mu held), and its
+// extras when it has no histograms either.
+func (ms *memSeries) dropExemplarsLocked() {
+	if ms.extras == nil {
+		return
+	}
+	ms.extras.ex = nil
+	if ms.extras.hists == nil {
+		ms.extras = nil
+	}
 }
 
 func newMemSeries(ref uint64, created int64) *memSeries {
@@ -176,12 +223,12 @@ func newMemSeries(ref uint64, created int64) *memSeries {
 // busyLocked reports whether the series holds unflushed data of any kind
 // (exemplars included). Called with mu held.
 func (ms *memSeries) busyLocked() bool {
-	return ms.floats.busy() || (ms.hists != nil && ms.hists.busy()) || (ms.ex != nil && ms.ex.unflushed > 0)
+	return ms.floats.busy() || (ms.hists() != nil && ms.hists().busy()) || (ms.ex() != nil && ms.ex().unflushed > 0)
 }
 
 // hasFilesLocked reports whether the series has a file of any kind.
 func (ms *memSeries) hasFilesLocked() bool {
-	return len(ms.floats.files()) > 0 || (ms.hists != nil && len(ms.hists.files()) > 0)
+	return len(ms.floats.files()) > 0 || (ms.hists() != nil && len(ms.hists().files()) > 0)
 }
 
 // walSegNeededLocked is the lowest WAL segment whose data the series still
@@ -193,11 +240,11 @@ func (ms *memSeries) walSegNeededLocked() int32 {
 			seg = s
 		}
 	}
-	if ms.hists != nil {
-		lower(ms.hists.walSegNeeded())
+	if ms.hists() != nil {
+		lower(ms.hists().walSegNeeded())
 	}
-	if ms.ex != nil && ms.ex.unflushed > 0 {
-		lower(ms.ex.seg)
+	if ms.ex() != nil && ms.ex().unflushed > 0 {
+		lower(ms.ex().seg)
 	}
 	return seg
 }

@@ -61,7 +61,7 @@ func mayHold[S any](k kind[S], tr *track[S], mint, maxt int64) bool {
 			return true
 		}
 	}
-	if len(tr.files()) == 0 || tr.fileMaxKnown && (tr.fileMaxT == noTime || tr.fileMaxT < mint) {
+	if fmax, known := tr.fileMax(); len(tr.files()) == 0 || known && (fmax == noTime || fmax < mint) {
 		return false // no file holds a sample at or above mint
 	}
 	return len(filesInRange(tr, mint, maxt)) > 0

@@ -284,10 +284,10 @@ func attachRemote[S any](s *Store, k kind[S], ms *memSeries, f *tierFile) {
 		tr.setFiles(slices.Insert(tr.files(), i, f.Start))
 	}
 	noteFileMin(tr, f.Start, f.MinT)
-	if tr.files()[len(tr.files())-1] == f.Start && !tr.fileMaxKnown {
+	if _, known := tr.fileMax(); tr.files()[len(tr.files())-1] == f.Start && !known {
 		// The newest file exists only in the bucket: its newest sample is
 		// known without reading it.
-		tr.fileMaxKnown, tr.fileMaxT = true, f.MaxT
+		tr.setFileMax(f.MaxT, true)
 		if tr.maxT == noTime || f.MaxT > tr.maxT {
 			tr.maxT = f.MaxT
 		}

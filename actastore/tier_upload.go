@@ -229,7 +229,7 @@ func planTrack[S any](t *tier, k kind[S], ms *memSeries, now time.Time, p *tierP
 	}
 	starts := slices.Clone(tr.files())
 	busy := tr.busy()
-	maxT, maxKnown := tr.fileMaxT, tr.fileMaxKnown
+	maxT, maxKnown := tr.fileMax()
 	ms.mu.Unlock()
 	pol := s.opts.Rotation
 	// A newest file is final once its period is over and nothing can be

@@ -17,20 +17,14 @@ const noTime int64 = -1 << 63
 type track[S any] struct {
 	// head holds accepted, unflushed samples, one per timestamp
 	// (headbuf.go: compressed for the float kind).
-	head    headBuf[S]
-	headSeg int32 // WAL segment holding the oldest head sample
-	queued  bool  // queued for a size-triggered flush
-	// fileMaxKnown says fileMaxT is valid.
-	fileMaxKnown bool
-	headSince    int64 // wall clock (unix ns) when head became non-empty
+	head      headBuf[S]
+	headSeg   int32 // WAL segment holding the oldest head sample
+	queued    bool  // queued for a size-triggered flush
+	headSince int64 // wall clock (unix ns) when head became non-empty
 
 	// maxT is the newest timestamp the track accepted (or found in its files
 	// or the WAL at start-up); noTime when unknown.
 	maxT int64
-	// fileMaxT is the newest timestamp in the track's files, valid when
-	// fileMaxKnown (noTime: no file holds a sample). A sample at or below it
-	// may be in a file: duplicate detection then looks there.
-	fileMaxT int64
 
 	// cold is what a track needs once it has files or flushes, out of
 	// line so a series that only buffers costs less; nil until then.
@@ -45,7 +39,7 @@ type trackCold[S any] struct {
 	// fileStarts are the start timestamps (ms) of the track's files,
 	// ascending; only the last is appended to (rotation package doc).
 	// Here rather than in track: a series that has only buffered (most
-	// of a fresh store's) then costs 128 bytes instead of 144.
+	// of a fresh store's) costs less (TestMemSeriesSize).
 	fileStarts []int64
 	// flushing holds the samples a flush is writing; they stay readable
 	// here until the file holds them.
@@ -64,6 +58,13 @@ type trackCold[S any] struct {
 	// series pays nothing for them.
 	starts *trackStarts
 
+	// fileMaxT is the newest timestamp in the track's files, valid when
+	// fileMaxKnown (noTime: no file holds a sample). A sample at or below it
+	// may be in a file: duplicate detection then looks there. Here rather
+	// than in track: a track without files needs neither (fileMax), and
+	// the series struct stays in the 112-byte size class.
+	fileMaxT int64
+
 	flushingSeg int32
 	// Rewrites of the newest file (compact.go): rows flushes appended to
 	// it since compaction last rewrote it, and the rows it held then;
@@ -72,6 +73,7 @@ type trackCold[S any] struct {
 	newestAppended, newestBase int32
 	hasLast                    bool
 	newestKnown                bool
+	fileMaxKnown               bool // fileMaxT is valid
 }
 
 // files are the start timestamps (ms) of the track's files, ascending
@@ -93,9 +95,29 @@ func (tr *track[S]) setFiles(starts []int64) {
 
 func (tr *track[S]) coldState() *trackCold[S] {
 	if tr.cold == nil {
-		tr.cold = &trackCold[S]{}
+		tr.cold = &trackCold[S]{fileMaxT: noTime, fileMaxKnown: true}
 	}
 	return tr.cold
+}
+
+// fileMax is the newest timestamp (ms) in the track's files and whether
+// it is known (trackCold.fileMaxT); a track without a cold part has no
+// file: noTime, known.
+func (tr *track[S]) fileMax() (t int64, known bool) {
+	if tr.cold == nil {
+		return noTime, true
+	}
+	return tr.cold.fileMaxT, tr.cold.fileMaxKnown
+}
+
+// setFileMax records the newest timestamp in the track's files (noTime:
+// none) and whether it is known.
+func (tr *track[S]) setFileMax(t int64, known bool) {
+	if tr.cold == nil && t == noTime && known {
+		return
+	}
+	c := tr.coldState()
+	c.fileMaxT, c.fileMaxKnown = t, known
 }
 
 // flushingBuf is the samples being flushed (nil when none).
@@ -176,7 +198,7 @@ func (tr *track[S]) forgetFileMin(start int64) {
 // newTrack is the track of a series without files: nothing accepted, no
 // file holds anything.
 func newTrack[S any]() track[S] {
-	return track[S]{maxT: noTime, fileMaxT: noTime, fileMaxKnown: true}
+	return track[S]{maxT: noTime}
 }
 
 // sampleVerdict says what to do with one incoming sample.
@@ -232,7 +254,7 @@ func classify[S any](k kind[S], tr *track[S], smp S, oooMs int64, hits map[int64
 	// Files may hold it (a resend after a flush): compare with what they
 	// hold before the window check, so a resent old sample is a duplicate,
 	// not out of order.
-	if len(tr.files()) > 0 && (!tr.fileMaxKnown || t <= tr.fileMaxT) {
+	if c := tr.cold; c != nil && len(c.fileStarts) > 0 && (!c.fileMaxKnown || t <= c.fileMaxT) {
 		h, looked := hits[t]
 		if !looked {
 			return verdictLookup
@@ -328,8 +350,8 @@ func flushed[S any](k kind[S], tr *track[S], smps []S) {
 	if prev, ok := tr.lastFlushed(); !ok || k.ts(last) >= k.ts(prev) {
 		tr.setLast(last)
 	}
-	if t := k.ts(last); tr.fileMaxKnown && t > tr.fileMaxT {
-		tr.fileMaxT = t
+	if c, t := tr.coldState(), k.ts(last); c.fileMaxKnown && t > c.fileMaxT {
+		c.fileMaxT = t
 	}
 	if tr.maxT == noTime || k.ts(last) > tr.maxT {
 		tr.maxT = k.ts(last)
