@@ -267,7 +267,8 @@ func deleteFromFiles[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64
 			// The newest file changed: its newest sample is read again
 			// when needed.
 			tr.clearLast()
-			tr.setFileMax(noTime, false)
+			fmax, _ := tr.fileMax()
+			tr.setFileMax(fmax, false)
 		}
 		tr.forgetFileMin(f.start)
 		ms.mu.Unlock()

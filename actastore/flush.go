@@ -231,10 +231,10 @@ func (s *Store) flushSeries(ms *memSeries) error {
 	mu := s.flushLock(ms)
 	mu.Lock()
 	defer mu.Unlock()
-	err := flushTrack(s, floats, ms)
-	if ms.hists() != nil {
-		err = errors.Join(err, flushTrack(s, histograms, ms))
-	}
+	// flushTrack looks for the histogram track under the series' mu: its
+	// pointer shares seriesExtras with the exemplars, which a commit may
+	// create meanwhile.
+	err := errors.Join(flushTrack(s, floats, ms), flushTrack(s, histograms, ms))
 	return errors.Join(err, s.flushExemplars(ms))
 }
 
