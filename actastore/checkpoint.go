@@ -360,8 +360,8 @@ type checkpointBody struct {
 // series adds what ms holds only in memory (ms.mu held).
 func (cb *checkpointBodies) series(ms *memSeries) {
 	checkpointTrack(cb, floats, ms.ref, &ms.floats, bodyFloats)
-	if ms.hists() != nil {
-		checkpointTrack(cb, histograms, ms.ref, ms.hists(), bodyHists)
+	if h := ms.hists(); h != nil {
+		checkpointTrack(cb, histograms, ms.ref, h, bodyHists)
 	}
 	if e := ms.ex(); e != nil && e.unflushed > 0 {
 		cb.entry(bodyExemplars, func(buf []byte) []byte {

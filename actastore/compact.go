@@ -173,8 +173,8 @@ func noteNewestRows(id kindID, ms *memSeries, start int64, rows int) {
 	defer ms.mu.Unlock()
 	switch id {
 	case kindHistogram:
-		if ms.hists() != nil {
-			noteNewest(ms.hists(), start, rows)
+		if h := ms.hists(); h != nil {
+			noteNewest(h, start, rows)
 		}
 	default:
 		noteNewest(&ms.floats, start, rows)

@@ -203,12 +203,12 @@ func (s *Store) lockFlushes(list []*memSeries) func() {
 func (s *Store) dropHeadRange(ms *memSeries, mint, maxt int64) {
 	had := ms.hasHeadLocked()
 	dropTrackRange(s, floats, &ms.floats, mint, maxt)
-	if ms.hists() != nil {
-		dropTrackRange(s, histograms, ms.hists(), mint, maxt)
+	if h := ms.hists(); h != nil {
+		dropTrackRange(s, histograms, h, mint, maxt)
 	}
-	if ms.ex() != nil {
-		ms.ex().kept = slices.DeleteFunc(ms.ex().kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
-		ms.ex().unflushed = min(ms.ex().unflushed, len(ms.ex().kept))
+	if x := ms.ex(); x != nil {
+		x.kept = slices.DeleteFunc(x.kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
+		x.unflushed = min(x.unflushed, len(x.kept))
 	}
 	if had && !ms.hasHeadLocked() {
 		s.hd.series.Add(-1)
@@ -399,10 +399,11 @@ func (s *Store) deleteExemplars(ms *memSeries, mint, maxt int64) error {
 	}
 	s.loadExemplars(ms)
 	ms.mu.Lock()
-	ms.ex().kept = slices.DeleteFunc(ms.ex().kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
-	kept := slices.Clone(ms.ex().kept)
-	ms.ex().unflushed = 0
-	ms.ex().fileRows = len(kept)
+	x := ms.ex()
+	x.kept = slices.DeleteFunc(x.kept, func(e Exemplar) bool { return e.T >= mint && e.T <= maxt })
+	kept := slices.Clone(x.kept)
+	x.unflushed = 0
+	x.fileRows = len(kept)
 	ms.mu.Unlock()
 	path := exemplarFilePath(s.dir, ms.ref)
 	s.writers.forget(fileKey{ref: ms.ref, kind: exemplarFileKind}, path)

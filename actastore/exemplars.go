@@ -101,7 +101,7 @@ func (e *exemplars) add(es []Exemplar, seg int32, nowNs int64) int {
 // memory, once (the file is read outside the series' lock).
 func (s *Store) loadExemplars(ms *memSeries) {
 	ms.mu.Lock()
-	if ms.ex() != nil && ms.ex().loaded {
+	if e := ms.ex(); e != nil && e.loaded {
 		ms.mu.Unlock()
 		return
 	}
@@ -126,7 +126,7 @@ func (s *Store) loadExemplars(ms *memSeries) {
 // slack. Called with the series' flush lock held.
 func (s *Store) flushExemplars(ms *memSeries) error {
 	ms.mu.Lock()
-	if ms.ex() == nil || ms.ex().unflushed == 0 {
+	if e := ms.ex(); e == nil || e.unflushed == 0 {
 		ms.mu.Unlock()
 		return nil
 	}

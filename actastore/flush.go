@@ -85,10 +85,11 @@ func (s *Store) dueLocked(ms *memSeries, nowNs int64) bool {
 	if trackDue(floats, &ms.floats, nowNs, age, s.fo) {
 		return true
 	}
-	if ms.hists() != nil && trackDue(histograms, ms.hists(), nowNs, age, s.fo) {
+	if h := ms.hists(); h != nil && trackDue(histograms, h, nowNs, age, s.fo) {
 		return true
 	}
-	return ms.ex() != nil && ms.ex().unflushed > 0 && nowNs-ms.ex().since >= exemplarAgeFactor*age
+	e := ms.ex()
+	return e != nil && e.unflushed > 0 && nowNs-e.since >= exemplarAgeFactor*age
 }
 
 func trackDue[S any](k kind[S], tr *track[S], nowNs, age int64, fo fileOptions) bool {
@@ -184,9 +185,9 @@ func (s *Store) flushLargest() {
 		ms.mu.Lock()
 		b := trackHeadBytes(floats, &ms.floats)
 		n := int64(ms.floats.head.len())
-		if ms.hists() != nil {
-			b += trackHeadBytes(histograms, ms.hists())
-			n += int64(ms.hists().head.len())
+		if h := ms.hists(); h != nil {
+			b += trackHeadBytes(histograms, h)
+			n += int64(h.head.len())
 		}
 		ms.mu.Unlock()
 		if b > 0 {

@@ -60,7 +60,11 @@ func (h *headState) queue(ms *memSeries) {
 // hasHeadLocked reports whether the series has a non-empty head of any
 // kind (mu held).
 func (ms *memSeries) hasHeadLocked() bool {
-	return ms.floats.head.len() > 0 || (ms.hists() != nil && ms.hists().head.len() > 0)
+	if ms.floats.head.len() > 0 {
+		return true
+	}
+	h := ms.hists()
+	return h != nil && h.head.len() > 0
 }
 
 // headSinceLocked is when the series' oldest head sample of any kind

@@ -395,7 +395,7 @@ func (s *Store) repairTornFiles() error {
 		if err := repairTrack(s, histograms, ms); err != nil {
 			return err
 		}
-		if ms.ex() != nil && ms.ex().unflushed > 0 {
+		if e := ms.ex(); e != nil && e.unflushed > 0 {
 			path := exemplarFilePath(s.dir, ms.ref)
 			if _, err := os.Stat(path); err == nil {
 				if res, err := repairFile(path); err != nil {

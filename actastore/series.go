@@ -223,12 +223,14 @@ func newMemSeries(ref uint64, created int64) *memSeries {
 // busyLocked reports whether the series holds unflushed data of any kind
 // (exemplars included). Called with mu held.
 func (ms *memSeries) busyLocked() bool {
-	return ms.floats.busy() || (ms.hists() != nil && ms.hists().busy()) || (ms.ex() != nil && ms.ex().unflushed > 0)
+	h, e := ms.hists(), ms.ex()
+	return ms.floats.busy() || (h != nil && h.busy()) || (e != nil && e.unflushed > 0)
 }
 
 // hasFilesLocked reports whether the series has a file of any kind.
 func (ms *memSeries) hasFilesLocked() bool {
-	return len(ms.floats.files()) > 0 || (ms.hists() != nil && len(ms.hists().files()) > 0)
+	h := ms.hists()
+	return len(ms.floats.files()) > 0 || (h != nil && len(h.files()) > 0)
 }
 
 // walSegNeededLocked is the lowest WAL segment whose data the series still
@@ -240,11 +242,11 @@ func (ms *memSeries) walSegNeededLocked() int32 {
 			seg = s
 		}
 	}
-	if ms.hists() != nil {
-		lower(ms.hists().walSegNeeded())
+	if h := ms.hists(); h != nil {
+		lower(h.walSegNeeded())
 	}
-	if ms.ex() != nil && ms.ex().unflushed > 0 {
-		lower(ms.ex().seg)
+	if e := ms.ex(); e != nil && e.unflushed > 0 {
+		lower(e.seg)
 	}
 	return seg
 }

@@ -102,9 +102,10 @@ func TestHashCollision(t *testing.T) {
 	}
 }
 
-// A series struct is 128 bytes, a size class of Go's allocator: every
-// active series pays it, and one field more (or a file list back in line)
-// moves it to the 144-byte class (memory per active series, issue 17).
+// A series struct is 112 bytes, a size class of Go's allocator: every
+// active series pays it, and a field more (or the histograms, exemplars or
+// newest file timestamp back in line) moves it to the 128-byte class
+// (memory per active series, issue 17).
 func TestMemSeriesSize(t *testing.T) {
 	if got := unsafe.Sizeof(memSeries{}); got > 112 {
 		t.Fatalf("memSeries is %d bytes, want at most 112", got)
