@@ -174,12 +174,22 @@ func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rot
 		// say it.
 		path := filePath(s.dir, k, ms.ref, starts[len(starts)-1])
 		_, hi, ok, err := readFile(k, s.readers, path, 0, 0, nil)
+		if testHookRetentionRead != nil {
+			testHookRetentionRead(ms.ref)
+		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("retention: newest sample of series file", "path", path, "err", err)
 		}
 		if err == nil {
 			ms.mu.Lock()
-			if _, known := tr.fileMax(); tr.files()[len(tr.files())-1] == starts[len(starts)-1] && !known {
+			fs := tr.files()
+			if len(fs) == 0 {
+				// A deletion took every file meanwhile: none to plan
+				// (TestRetentionReadRacesDeleteSeries).
+				ms.mu.Unlock()
+				return nil
+			}
+			if _, known := tr.fileMax(); fs[len(fs)-1] == starts[len(starts)-1] && !known {
 				fmax := noTime
 				if ok {
 					fmax = hi
@@ -209,6 +219,11 @@ func retentionFiles[S any](s *Store, k kind[S], ms *memSeries, sizes bool) []rot
 	}
 	return out
 }
+
+// testHookRetentionRead, set by tests only, runs right after retentionFiles
+// read a newest file's bounds without the series' mu: a test deletes the
+// series' files there, as a DeleteSeries racing the pass would.
+var testHookRetentionRead func(ref uint64)
 
 // deleteFile removes one planned file if the plan still holds: the file is
 // still the track's, and a newest file got nothing since (nothing
