@@ -228,38 +228,44 @@ func FuzzEncoder(f *testing.F) {
 	f.Add(seed, uint8(0))
 	f.Add(seed, uint8(7))
 	f.Fuzz(func(t *testing.T, data []byte, per uint8) {
-		var ts []int64
-		var vs []float64
-		tt, v := int64(1_700_000_000_000), 0.0
-		for ; len(data) >= 17; data = data[17:] {
-			mode := data[0]
-			tb := binary.LittleEndian.Uint64(data[1:])
-			vb := binary.LittleEndian.Uint64(data[9:])
-			switch mode & 3 {
-			case 0:
-				tt += 15000
-			case 1:
-				tt += int64(int16(tb))
-			case 2:
-				tt += int64(tb)
-			case 3:
-				tt = int64(tb)
-			}
-			switch (mode >> 2) & 3 {
-			case 0:
-				v = special[int(vb%uint64(len(special)))]
-			case 1:
-				v += float64(int8(vb))
-			case 2, 3:
-				v = math.Float64frombits(vb)
-			}
-			ts = append(ts, tt)
-			vs = append(vs, v)
-		}
+		ts, vs := fuzzSamples(data)
 		check(t, ts, vs, 120)
 		check(t, ts, vs, int(per)+1)
 		checkOpen(t, ts, vs)
 	})
+}
+
+// fuzzSamples turns fuzz bytes into samples, 17 bytes each (FuzzEncoder).
+func fuzzSamples(data []byte) ([]int64, []float64) {
+	var ts []int64
+	var vs []float64
+	tt, v := int64(1_700_000_000_000), 0.0
+	for ; len(data) >= 17; data = data[17:] {
+		mode := data[0]
+		tb := binary.LittleEndian.Uint64(data[1:])
+		vb := binary.LittleEndian.Uint64(data[9:])
+		switch mode & 3 {
+		case 0:
+			tt += 15000
+		case 1:
+			tt += int64(int16(tb))
+		case 2:
+			tt += int64(tb)
+		case 3:
+			tt = int64(tb)
+		}
+		switch (mode >> 2) & 3 {
+		case 0:
+			v = special[int(vb%uint64(len(special)))]
+		case 1:
+			v += float64(int8(vb))
+		case 2, 3:
+			v = math.Float64frombits(vb)
+		}
+		ts = append(ts, tt)
+		vs = append(vs, v)
+	}
+	return ts, vs
 }
 
 // Finish appends the chunk to the buffer given to Start, keeping its

@@ -78,3 +78,50 @@ func BenchmarkEncode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecode reads BenchmarkEncode's chunks (2880 samples in 24
+// chunks of 120) into a slice: Decoder against chunkenc's iterator, as a
+// plain read used it (through chunkenc.Iterator).
+func BenchmarkDecode(b *testing.B) {
+	type smp struct {
+		t int64
+		v float64
+	}
+	for _, kind := range []string{"counter", "gauge", "constant"} {
+		ts, vs := benchSamples(kind)
+		chunks := reference(ts, vs, 120)
+		out := make([]smp, 0, len(ts))
+		b.Run(kind+"/xorchunk", func(b *testing.B) {
+			b.ReportAllocs()
+			var d Decoder
+			for b.Loop() {
+				out = out[:0]
+				for _, c := range chunks {
+					d.Reset(c)
+					for d.Next() {
+						t, v := d.At()
+						out = append(out, smp{t, v})
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ts)), "ns/sample")
+		})
+		b.Run(kind+"/chunkenc", func(b *testing.B) {
+			b.ReportAllocs()
+			var xc chunkenc.XORChunk
+			var it chunkenc.Iterator
+			for b.Loop() {
+				out = out[:0]
+				for _, c := range chunks {
+					xc.Reset(c)
+					it = xc.Iterator(it)
+					for it.Next() == chunkenc.ValFloat {
+						t, v := it.At()
+						out = append(out, smp{t, v})
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ts)), "ns/sample")
+		})
+	}
+}
