@@ -181,8 +181,18 @@ func BenchmarkSelect(b *testing.B) {
 		name string
 		ms   int64
 		m    *labels.Matcher
-	}{{"1h", 3600_000, one}, {"24h", 86400_000, one}, {"all-100-series-24h", 86400_000, all}} {
+	}{{"1h", 3600_000, one}, {"24h", 86400_000, one}, {"all-100-series-24h", 86400_000, all},
+		// After a streamed read kept every file's XOR chunks (select_kept.go).
+		{"kept/1h", 3600_000, one}, {"kept/24h", 86400_000, one}, {"kept/all-100-series-24h", 86400_000, all}} {
 		m := span.m
+		if span.name == "kept/1h" {
+			ss := s.Select(WithXORChunks(ctx), math.MinInt64, math.MaxInt64, all)
+			for ss.Next() {
+			}
+			if ss.Err() != nil {
+				b.Fatal(ss.Err())
+			}
+		}
 		b.Run(span.name, func(b *testing.B) {
 			maxt := int64(steps-1) * 15000
 			b.ReportAllocs()

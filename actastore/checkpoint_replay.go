@@ -156,7 +156,7 @@ func chunkSamples[S any](k kind[S], dst []S, data []byte) ([]S, error) {
 	var c chunkenc.XORChunk
 	c.Reset(data)
 	base := len(dst)
-	dst, err := appendXOR(k, dst, c.Iterator(nil), math.MinInt64, math.MaxInt64)
+	dst, err := appendXOR(k, dst, data, math.MinInt64, math.MaxInt64)
 	if err != nil {
 		return dst, fmt.Errorf("%w: %v", errRecord, err)
 	}

@@ -225,9 +225,9 @@ func decodeHeadXOR[S any](k kind[S], dst []S, h *headBuf[S], mint, maxt int64) [
 	// Neither can be corrupt: the chunk is being appended to, and the
 	// checkpoint record holding older passed its checksum.
 	if h.olderN() > 0 && h.olderMaxT() >= mint {
-		dst, _ = appendXOR(k, dst, h.olderIterator(), mint, maxt)
+		dst, _ = appendXOR(k, dst, h.sidePart.older, mint, maxt)
 	}
-	dst, _ = appendXOR(k, dst, p.iterator(), mint, maxt)
+	dst, _ = appendXOR(k, dst, p.bytes(), mint, maxt)
 	return dst
 }
 

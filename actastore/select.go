@@ -254,7 +254,8 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 	ms.mu.Unlock()
 
 	var runs [][]S
-	for _, f := range files {
+	kept := -1 // runs[kept] is the last run of kept chunks, while it is the last run
+	for i, f := range files {
 		if st != nil && st.localOnly {
 			if _, only := s.tier.bucketOnly(k.id(), ms.ref, f.start); only {
 				continue
@@ -263,13 +264,30 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 		path := filePath(s.dir, k, ms.ref, f.start)
 		if k.xorHead() {
 			if fc := s.readers.keptPlain(path); fc != nil {
-				// Its kept XOR chunks, not the file (select_kept.go).
-				run, err := keptRun(k, fc, mint, maxt)
+				// Its kept XOR chunks, not the file (select_kept.go),
+				// appended to the run of the file before when that was
+				// kept too and this one's samples follow it.
+				var prev []S
+				if kept >= 0 && kept == len(runs)-1 {
+					prev = runs[kept]
+				}
+				run, err := keptRun(k, fc, mint, maxt, prev, len(files)-i-1, len(flushing)+len(head))
 				if err != nil {
 					return nil, nil, listed, false, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
 				}
-				if len(run) > 0 {
+				switch n := len(prev); {
+				case len(run) == n:
+				case n > 0 && k.ts(run[n]) <= k.ts(run[n-1]):
+					// Not after it (files overlap after a backfill): two
+					// runs for mergeRuns, each its own part of the array.
+					runs[kept] = run[:n:n]
+					runs = append(runs, run[n:])
+					kept = len(runs) - 1
+				case n > 0:
+					runs[kept] = run
+				default:
 					runs = append(runs, run)
+					kept = len(runs) - 1
 				}
 				if len(fc.chunks) > 0 && !f.minKnown && f.sealed {
 					ms.mu.Lock()
@@ -305,11 +323,17 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 			ms.mu.Unlock()
 		}
 	}
-	if len(flushing) > 0 {
-		runs = append(runs, flushing)
-	}
-	if len(head) > 0 {
-		runs = append(runs, head)
+	for _, r := range [][]S{flushing, head} {
+		if len(r) == 0 {
+			continue
+		}
+		last := len(runs) - 1
+		if last >= 0 && last == kept && k.ts(r[0]) > k.ts(runs[last][len(runs[last])-1]) {
+			// After the kept run, in the room keptRun left for it.
+			runs[last] = append(runs[last], r...)
+			continue
+		}
+		runs = append(runs, r)
 	}
 	for _, m := range memSts {
 		if len(m) > 0 {

@@ -7,8 +7,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
 // Select's float track read for WithXORChunks (xorcache.go): readTrack,
@@ -95,11 +93,7 @@ func partsLast(p FloatPart) int64 {
 
 // decodeXOR appends an XOR chunk's samples to dst.
 func decodeXOR(dst []Sample, data []byte) ([]Sample, error) {
-	c, err := chunkenc.FromData(chunkenc.EncXOR, data)
-	if err != nil {
-		return dst, fmt.Errorf("cannot read kept XOR chunk: %w", err)
-	}
-	return appendXOR(floats, dst, c.Iterator(nil), math.MinInt64, math.MaxInt64)
+	return appendXOR(floats, dst, data, math.MinInt64, math.MaxInt64)
 }
 
 // samplesOfParts is every sample of parts, chunks decoded.

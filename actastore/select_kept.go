@@ -2,9 +2,10 @@ package actastore
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/acta-remote/acta-remote/xorchunk"
 )
 
 // A plain read (a SAMPLES remote read, PromQL, the query API) of a float
@@ -33,10 +34,13 @@ func (c *readerCache) keptPlain(path string) *fileChunks {
 	return fc
 }
 
-// keptRun is the samples of kept chunks in [mint, maxt] as k's samples
-// (k.xorHead: they convert to and from XOR pairs bit-exactly), sorted,
-// one per timestamp as the chunks hold them.
-func keptRun[S any](k kind[S], fc *fileChunks, mint, maxt int64) ([]S, error) {
+// keptRun appends the samples of kept chunks in [mint, maxt] to dst as k's
+// samples (k.xorHead: they convert to and from XOR pairs bit-exactly),
+// sorted, one per timestamp as the chunks hold them. When dst has no room
+// it grows by room for more files like this one and spare samples more
+// (the files of the read left to decode, and its head), so that a read's
+// runs append into one array instead of mergeRuns copying them into one.
+func keptRun[S any](k kind[S], fc *fileChunks, mint, maxt int64, dst []S, more, spare int) ([]S, error) {
 	cs := fc.chunks
 	lo := sort.Search(len(cs), func(i int) bool { return cs[i].MaxT >= mint })
 	hi := sort.Search(len(cs), func(i int) bool { return cs[i].MinT > maxt })
@@ -44,31 +48,37 @@ func keptRun[S any](k kind[S], fc *fileChunks, mint, maxt int64) ([]S, error) {
 	for _, c := range cs[lo:hi] {
 		n += c.Samples
 	}
-	out := make([]S, 0, n)
-	var xc chunkenc.XORChunk
-	var it chunkenc.Iterator
+	out := dst
+	if cap(out)-len(out) < n {
+		out = slices.Grow(out, n*(1+more)+spare)
+	}
 	var err error
 	for _, c := range cs[lo:hi] {
-		xc.Reset(c.Data)
-		it = xc.Iterator(it)
-		if out, err = appendXOR(k, out, it, mint, maxt); err != nil {
+		if out, err = appendXOR(k, out, c.Data, mint, maxt); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// appendXOR appends the samples an XOR chunk's iterator gives in [mint,
-// maxt] to dst.
-func appendXOR[S any](k kind[S], dst []S, it chunkenc.Iterator, mint, maxt int64) ([]S, error) {
-	for vt := it.Seek(mint); vt == chunkenc.ValFloat; vt = it.Next() {
-		t, v := it.At()
+// appendXOR appends the samples of an XOR chunk (its bytes, timestamps
+// increasing) in [mint, maxt] to dst. xorchunk.Decoder reads what
+// chunkenc's iterator reads, bit for bit (its FuzzDecoder), in 0.6-0.7×
+// the time (xorchunk's BenchmarkDecode).
+func appendXOR[S any](k kind[S], dst []S, chunk []byte, mint, maxt int64) ([]S, error) {
+	var d xorchunk.Decoder
+	d.Reset(chunk)
+	for d.Next() {
+		t, v := d.At()
+		if t < mint {
+			continue
+		}
 		if t > maxt {
 			break
 		}
 		dst = append(dst, k.fromXOR(t, v))
 	}
-	if err := it.Err(); err != nil {
+	if err := d.Err(); err != nil {
 		return dst, fmt.Errorf("cannot read XOR chunk: %w", err)
 	}
 	return dst, nil

@@ -411,42 +411,44 @@ func pbToLabels(ls []prompb.Label) labels.Labels {
 func BenchmarkReadWideOne(b *testing.B) {
 	for _, state := range []string{"sealed", "sealed-2days"} {
 		for _, hours := range []int64{1, 6} {
-			b.Run(fmt.Sprintf("%s/%dh", state, hours), func(b *testing.B) {
-				ws := openWide(b, state)
-				all := testkit.ReadRequest([]prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
-					q(ws.t0-60_000, ws.t0+6*3600_000, m(prompb.LabelMatcher_RE, "__name__", ".+")))
-				if resp, err := http.Post(ws.url, "application/x-protobuf", bytes.NewReader(all)); err != nil {
-					b.Fatal(err)
-				} else {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-				bodies := make([][]byte, 64)
-				for i := range bodies {
-					ls, _ := wideData(i*151%wideSeries, ws.t0)
-					var ms []*prompb.LabelMatcher
-					ls.Range(func(l labels.Label) { ms = append(ms, m(prompb.LabelMatcher_EQ, l.Name, l.Value)) })
-					bodies[i] = testkit.ReadRequest([]prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
-						q(ws.t0+(6-hours)*3600_000, ws.t0+6*3600_000, ms...))
-				}
-				b.ReportAllocs()
-				cpu0 := cpuTime()
-				i := 0
-				for b.Loop() {
-					resp, err := http.Post(ws.url, "application/x-protobuf", bytes.NewReader(bodies[i%len(bodies)]))
-					if err != nil {
+			for _, typ := range []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS, prompb.ReadRequest_SAMPLES} {
+				b.Run(fmt.Sprintf("%s/%dh/%s", state, hours, typ), func(b *testing.B) {
+					ws := openWide(b, state)
+					all := testkit.ReadRequest([]prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS},
+						q(ws.t0-60_000, ws.t0+6*3600_000, m(prompb.LabelMatcher_RE, "__name__", ".+")))
+					if resp, err := http.Post(ws.url, "application/x-protobuf", bytes.NewReader(all)); err != nil {
 						b.Fatal(err)
+					} else {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
 					}
-					n, err := io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if err != nil || resp.StatusCode != http.StatusOK || n < 100 {
-						b.Fatalf("status %d, %d bytes, %v", resp.StatusCode, n, err)
+					bodies := make([][]byte, 64)
+					for i := range bodies {
+						ls, _ := wideData(i*151%wideSeries, ws.t0)
+						var ms []*prompb.LabelMatcher
+						ls.Range(func(l labels.Label) { ms = append(ms, m(prompb.LabelMatcher_EQ, l.Name, l.Value)) })
+						bodies[i] = testkit.ReadRequest([]prompb.ReadRequest_ResponseType{typ},
+							q(ws.t0+(6-hours)*3600_000, ws.t0+6*3600_000, ms...))
 					}
-					i++
-				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/read")
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/read")
-			})
+					b.ReportAllocs()
+					cpu0 := cpuTime()
+					i := 0
+					for b.Loop() {
+						resp, err := http.Post(ws.url, "application/x-protobuf", bytes.NewReader(bodies[i%len(bodies)]))
+						if err != nil {
+							b.Fatal(err)
+						}
+						n, err := io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if err != nil || resp.StatusCode != http.StatusOK || n < 100 {
+							b.Fatalf("status %d, %d bytes, %v", resp.StatusCode, n, err)
+						}
+						i++
+					}
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/read")
+					b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/read")
+				})
+			}
 		}
 	}
 }

@@ -2,7 +2,9 @@
 // (chunkenc.EncXOR), byte for byte what chunkenc's xorAppender writes, but
 // with a 64-bit accumulator instead of chunkenc's bit-at-a-time bstream: the
 // streamed remote-read answer re-encodes every sample it sends, and
-// chunkenc's writeBit was most of that cost.
+// chunkenc's writeBit was most of that cost. Its Decoder reads them back
+// as chunkenc's iterator does, with the same accumulator and without the
+// interface calls: a plain read decodes every sample it answers with.
 //
 // The format (Prometheus tsdb/docs/format/chunks.md, tsdb/chunkenc/xor.go),
 // bits written most significant first:
@@ -30,5 +32,6 @@
 // The last byte is padded with zero bits. Nothing is validated: like
 // chunkenc, the encoder takes any timestamps (equal, decreasing) and any
 // value bits (NaN payloads, -0, infinities) and writes what chunkenc would.
-// FuzzEncoder holds the byte identity against chunkenc.
+// FuzzEncoder holds the byte identity against chunkenc, FuzzDecoder the
+// sample identity.
 package xorchunk
