@@ -254,6 +254,11 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 	ms.mu.Unlock()
 
 	var runs [][]S
+	var fcs []*fileChunks
+	var room []int
+	if k.xorHead() {
+		fcs, room = keptRuns(s, k, ms, files, mint, maxt, st, len(flushing)+len(head))
+	}
 	kept := -1 // runs[kept] is the last run of kept chunks, while it is the last run
 	for i, f := range files {
 		if st != nil && st.localOnly {
@@ -261,19 +266,20 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 				continue
 			}
 		}
-		path := filePath(s.dir, k, ms.ref, f.start)
-		if k.xorHead() {
-			if fc := s.readers.keptPlain(path); fc != nil {
+		if fcs != nil {
+			if fc := fcs[i]; fc != nil {
 				// Its kept XOR chunks, not the file (select_kept.go),
 				// appended to the run of the file before when that was
 				// kept too and this one's samples follow it.
 				var prev []S
 				if kept >= 0 && kept == len(runs)-1 {
 					prev = runs[kept]
+				} else {
+					prev = make([]S, 0, room[i])
 				}
-				run, err := keptRun(k, fc, mint, maxt, prev, len(files)-i-1, len(flushing)+len(head))
+				run, err := keptRun(k, fc, mint, maxt, prev)
 				if err != nil {
-					return nil, nil, listed, false, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, path, err)
+					return nil, nil, listed, false, fmt.Errorf("read %s series %016x file %s: %w", k.name(), ms.ref, filePath(s.dir, k, ms.ref, f.start), err)
 				}
 				switch n := len(prev); {
 				case len(run) == n:
@@ -299,6 +305,7 @@ func readTrackOnce[S any](s *Store, k kind[S], ms *memSeries, mint, maxt int64, 
 				continue
 			}
 		}
+		path := filePath(s.dir, k, ms.ref, f.start)
 		lo, _, ok, err := readFileStarts(k, s.readers, path, mint, maxt, st, func(run []S, sts []StartTime) error {
 			runs = append(runs, run)
 			if len(sts) > 0 {

@@ -34,13 +34,9 @@ func (c *readerCache) keptPlain(path string) *fileChunks {
 	return fc
 }
 
-// keptRun appends the samples of kept chunks in [mint, maxt] to dst as k's
-// samples (k.xorHead: they convert to and from XOR pairs bit-exactly),
-// sorted, one per timestamp as the chunks hold them. When dst has no room
-// it grows by room for more files like this one and spare samples more
-// (the files of the read left to decode, and its head), so that a read's
-// runs append into one array instead of mergeRuns copying them into one.
-func keptRun[S any](k kind[S], fc *fileChunks, mint, maxt int64, dst []S, more, spare int) ([]S, error) {
+// keptChunks is fc's chunks that overlap [mint, maxt], and the samples
+// they hold (at most what keptRun appends).
+func keptChunks(fc *fileChunks, mint, maxt int64) ([]XORChunk, int) {
 	cs := fc.chunks
 	lo := sort.Search(len(cs), func(i int) bool { return cs[i].MaxT >= mint })
 	hi := sort.Search(len(cs), func(i int) bool { return cs[i].MinT > maxt })
@@ -48,17 +44,54 @@ func keptRun[S any](k kind[S], fc *fileChunks, mint, maxt int64, dst []S, more, 
 	for _, c := range cs[lo:hi] {
 		n += c.Samples
 	}
-	out := dst
-	if cap(out)-len(out) < n {
-		out = slices.Grow(out, n*(1+more)+spare)
-	}
+	return cs[lo:hi], n
+}
+
+// keptRun appends the samples of kept chunks in [mint, maxt] to dst as k's
+// samples (k.xorHead: they convert to and from XOR pairs bit-exactly),
+// sorted, one per timestamp as the chunks hold them. readTrackOnce gives
+// a dst with room for the run of kept files it starts (keptRuns), so that
+// their samples append into one array instead of mergeRuns copying them.
+func keptRun[S any](k kind[S], fc *fileChunks, mint, maxt int64, dst []S) ([]S, error) {
+	cs, n := keptChunks(fc, mint, maxt)
+	out := slices.Grow(dst, n)
 	var err error
-	for _, c := range cs[lo:hi] {
+	for _, c := range cs {
 		if out, err = appendXOR(k, out, c.Data, mint, maxt); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// keptRuns looks up the kept chunks of a plain read's files (nil: not kept,
+// or left out of the read), and returns with them, for each file, the room
+// a run of kept files starting there needs: its samples in [mint, maxt]
+// and those of the kept files right after it, and spare more when the run
+// reaches the last file (the head's samples, appended after it when they
+// follow it).
+func keptRuns[S any](s *Store, k kind[S], ms *memSeries, files []fileSpan, mint, maxt int64, st *readStats, spare int) (fcs []*fileChunks, room []int) {
+	fcs, room = make([]*fileChunks, len(files)), make([]int, len(files))
+	for i, f := range files {
+		if st != nil && st.localOnly {
+			if _, only := s.tier.bucketOnly(k.id(), ms.ref, f.start); only {
+				continue
+			}
+		}
+		if fcs[i] = s.readers.keptPlain(filePath(s.dir, k, ms.ref, f.start)); fcs[i] != nil {
+			_, room[i] = keptChunks(fcs[i], mint, maxt)
+		}
+	}
+	after := spare
+	for i := len(files) - 1; i >= 0; i-- {
+		if fcs[i] == nil {
+			after = 0
+			continue
+		}
+		room[i] += after
+		after = room[i]
+	}
+	return fcs, room
 }
 
 // appendXOR appends the samples of an XOR chunk (its bytes, timestamps

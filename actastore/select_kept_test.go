@@ -77,3 +77,47 @@ func TestPlainReadKeptRunsAcrossFiles(t *testing.T) {
 	slices.SortFunc(withOOO, func(a, b Sample) int { return cmpInt64(a.T, b.T) })
 	check("out of order in the head", withOOO)
 }
+
+// The array a plain read's kept files append into is sized from their
+// chunks, not guessed from the first file: a dense day (20,000 samples)
+// then 30 days of 10 samples each, all kept, read whole, come back in one
+// run of 20,300 samples whose array holds no more than that (a guess of
+// the first file's count per file took 620,032 places, 9.9 MB for 0.3).
+func TestPlainReadKeptRunSized(t *testing.T) {
+	const day = 86_400_000
+	s := openT(t, t.TempDir(), Options{MaxOpenReaders: 1, MaintenanceInterval: -1, Rotation: rotation.Policy{Period: 24 * time.Hour}, Logger: quiet})
+	defer s.Close()
+	var all []Sample
+	for j := range 20_000 {
+		all = append(all, Sample{T: int64(j) * 4000, V: float64(j)})
+	}
+	for d := 1; d <= 30; d++ {
+		for j := range 10 {
+			all = append(all, Sample{T: int64(d)*day + int64(j)*60_000, V: float64(d*100 + j)})
+		}
+	}
+	mustAppend(t, s, []SeriesSamples{{Labels: admitLabels(0), Samples: all}})
+	if err := s.FlushAll(); err != nil {
+		t.Fatal(err)
+	}
+	if _, chunks := selectParts(t, s, true, math.MinInt64, math.MaxInt64); chunks == 0 {
+		t.Fatal("the streamed read kept no chunks")
+	}
+	var ms *memSeries
+	for m := range s.reg.all() {
+		ms = m
+	}
+	if n := len(ms.floats.files()); n != 31 {
+		t.Fatalf("%d files, want 31", n)
+	}
+	out, _, _, missing, err := readTrackOnce(s, floats, ms, math.MinInt64, math.MaxInt64, nil)
+	if err != nil || missing {
+		t.Fatalf("read: %v, missing %v", err, missing)
+	}
+	if !equalBits(out, all) {
+		t.Fatalf("read %d samples, not the %d sent", len(out), len(all))
+	}
+	if cap(out) != len(all) {
+		t.Fatalf("array of %d places for %d samples", cap(out), len(all))
+	}
+}
