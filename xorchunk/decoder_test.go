@@ -64,45 +64,18 @@ func checkDecode(t *testing.T, ts []int64, vs []float64, perChunk int) {
 }
 
 func TestDecoderMatchesChunkenc(t *testing.T) {
-	f := func(name string, ts []int64, vs []float64) {
-		t.Run(name, func(t *testing.T) {
+	cases := matchCases()
+	for _, kind := range []string{"counter", "gauge", "constant"} {
+		ts, vs := benchSamples(kind)
+		cases = append(cases, matchCase{kind, ts, vs})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			for _, per := range []int{120, 1, 2, 3, 7, MaxSamples} {
-				checkDecode(t, ts, vs, per)
+				checkDecode(t, c.ts, c.vs, per)
 			}
 		})
 	}
-	f("one", []int64{1234567890123}, []float64{42})
-	f("negative first timestamp", []int64{-5, -4, -2}, []float64{1, 1, 2})
-	for _, kind := range []string{"counter", "gauge", "constant"} {
-		ts, vs := benchSamples(kind)
-		f(kind, ts, vs)
-	}
-	var ts []int64
-	var vs []float64
-	tt, step := int64(0), int64(0)
-	for i, a := range special {
-		for _, b := range special {
-			ts = append(ts, tt, tt+step)
-			vs = append(vs, a, b)
-			step += edges[i%len(edges)]
-			tt += 2 * step
-		}
-	}
-	f("specials", ts, vs)
-	ts, vs = nil, nil
-	tt = 1000
-	prev := int64(15000)
-	for _, d := range edges {
-		for range 3 {
-			ts = append(ts, tt)
-			vs = append(vs, float64(len(ts)))
-			prev += d
-			tt += prev
-		}
-	}
-	f("edges", ts, vs)
-	f("equal timestamps", []int64{5, 5, 5, 5}, []float64{1, 2, 2, 1})
-	f("decreasing timestamps", []int64{10, 9, 1, -100, math.MinInt64, math.MaxInt64}, []float64{1, 2, 3, 4, 5, 6})
 }
 
 // A header counting more samples than the stream holds stops Next with

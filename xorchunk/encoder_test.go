@@ -158,17 +158,32 @@ var (
 )
 
 func TestEncoderMatchesChunkenc(t *testing.T) {
-	f := func(name string, ts []int64, vs []float64) {
-		t.Run(name, func(t *testing.T) {
+	for _, c := range matchCases() {
+		t.Run(c.name, func(t *testing.T) {
 			for _, per := range []int{120, 1, 2, 3, 7} {
-				check(t, ts, vs, per)
+				check(t, c.ts, c.vs, per)
 			}
-			checkOpen(t, ts, vs)
+			checkOpen(t, c.ts, c.vs)
 		})
 	}
-	f("empty", nil, nil)
-	f("one", []int64{1234567890123}, []float64{42})
-	f("negative first timestamp", []int64{-5, -4, -2}, []float64{1, 1, 2})
+}
+
+// matchCase is one series both coders are held to chunkenc on.
+type matchCase struct {
+	name string
+	ts   []int64
+	vs   []float64
+}
+
+// matchCases: the edge cases of the format (one sample, negative and
+// decreasing timestamps, every delta-of-delta width edge, every special
+// value after every other) and 2880 regular scrapes.
+func matchCases() []matchCase {
+	cs := []matchCase{
+		{"empty", nil, nil},
+		{"one", []int64{1234567890123}, []float64{42}},
+		{"negative first timestamp", []int64{-5, -4, -2}, []float64{1, 1, 2}},
+	}
 
 	// Regular 15 s scrapes with a slowly moving gauge and some jitter: 2880
 	// samples, 24 chunks of 120 as Prometheus cuts them.
@@ -180,7 +195,7 @@ func TestEncoderMatchesChunkenc(t *testing.T) {
 		v += float64(i%13) * 0.125
 		vs = append(vs, v)
 	}
-	f("scrapes", ts, vs)
+	cs = append(cs, matchCase{"scrapes", ts, vs})
 
 	// Every special value after every other, and every delta of delta edge.
 	ts, vs = nil, nil
@@ -193,7 +208,7 @@ func TestEncoderMatchesChunkenc(t *testing.T) {
 			tt += 2 * step
 		}
 	}
-	f("specials", ts, vs)
+	cs = append(cs, matchCase{"specials", ts, vs})
 	ts, vs = nil, nil
 	tt = 1000
 	prev := int64(15000)
@@ -205,9 +220,9 @@ func TestEncoderMatchesChunkenc(t *testing.T) {
 			tt += prev
 		}
 	}
-	f("edges", ts, vs)
-	f("equal timestamps", []int64{5, 5, 5, 5}, []float64{1, 2, 2, 1})
-	f("decreasing timestamps", []int64{10, 9, 1, -100, math.MinInt64, math.MaxInt64}, []float64{1, 2, 3, 4, 5, 6})
+	return append(cs, matchCase{"edges", ts, vs},
+		matchCase{"equal timestamps", []int64{5, 5, 5, 5}, []float64{1, 2, 2, 1}},
+		matchCase{"decreasing timestamps", []int64{10, 9, 1, -100, math.MinInt64, math.MaxInt64}, []float64{1, 2, 3, 4, 5, 6}})
 }
 
 // FuzzEncoder: for any timestamps and value bits, Encoder writes exactly
