@@ -65,8 +65,7 @@ func (d *Decoder) Next() bool {
 	if d.n < 2 || d.err != nil || d.n == d.of || d.pos+8 > len(d.b) {
 		return d.next()
 	}
-	acc, nacc := d.acc|binary.BigEndian.Uint64(d.b[d.pos:])>>d.nacc, d.nacc|56
-	pos := d.pos + int(63-d.nacc)>>3
+	acc, nacc, pos := load8(d.b, d.acc, d.nacc, d.pos)
 	if acc>>63 == 0 {
 		acc <<= 1
 		nacc--
@@ -86,35 +85,29 @@ func (d *Decoder) Next() bool {
 		d.tDelta += u
 	}
 	d.t += int64(d.tDelta)
-	switch acc >> 62 {
-	case 0, 1: // '0': the same value
+	if acc>>63 == 0 { // '0': the same value
 		acc <<= 1
 		nacc--
-	case 2: // '10': the previous window
-		acc <<= 2
-		nacc -= 2
+	} else {
+		if acc>>62 == 2 { // '10': the previous window
+			acc <<= 2
+			nacc -= 2
+		} else { // '11': a new window
+			acc <<= 2
+			d.leading = uint8(acc >> 59)
+			mbits := uint8(acc>>53) & 0x3f
+			if mbits == 0 {
+				mbits = 64
+			}
+			d.trailing = 64 - d.leading - mbits
+			acc <<= 11
+			nacc -= 13
+		}
 		mbits := uint(64 - d.leading - d.trailing)
 		u, acc2, nacc2, pos2, ok := d.bitsAt(acc, nacc, pos, mbits)
 		if !ok {
 			d.acc, d.nacc, d.pos = acc, nacc, pos
 			return d.valueBits(mbits)
-		}
-		d.v ^= u << d.trailing
-		acc, nacc, pos = acc2, nacc2, pos2
-	default: // '11': a new window
-		acc <<= 2
-		d.leading = uint8(acc >> 59)
-		mbits := uint8(acc>>53) & 0x3f
-		if mbits == 0 {
-			mbits = 64
-		}
-		d.trailing = 64 - d.leading - mbits
-		acc <<= 11
-		nacc -= 13
-		u, acc2, nacc2, pos2, ok := d.bitsAt(acc, nacc, pos, uint(mbits))
-		if !ok {
-			d.acc, d.nacc, d.pos = acc, nacc, pos
-			return d.valueBits(uint(mbits))
 		}
 		d.v ^= u << d.trailing
 		acc, nacc, pos = acc2, nacc2, pos2
@@ -134,14 +127,14 @@ func (d *Decoder) bitsAt(acc uint64, nacc uint, pos int, n uint) (uint64, uint64
 		if pos+8 > len(d.b) {
 			return 0, 0, 0, 0, false
 		}
-		acc, nacc, pos = acc|binary.BigEndian.Uint64(d.b[pos:])>>nacc, nacc|56, pos+int(63-nacc)>>3
+		acc, nacc, pos = load8(d.b, acc, nacc, pos)
 		if n > nacc {
 			// 57 to 64 bits: 32 now, the rest after another refill.
 			if pos+8 > len(d.b) {
 				return 0, 0, 0, 0, false
 			}
 			hi, acc, nacc, n = acc>>32, acc<<32, nacc-32, n-32
-			acc, nacc, pos = acc|binary.BigEndian.Uint64(d.b[pos:])>>nacc, nacc|56, pos+int(63-nacc)>>3
+			acc, nacc, pos = load8(d.b, acc, nacc, pos)
 		}
 	}
 	return hi<<n | acc>>(64-n), acc << n, nacc - n, pos, true
@@ -236,7 +229,7 @@ func (d *Decoder) readTime() bool {
 		}
 		dod = int64(u)
 	default:
-		sz := [4]uint{0, 14, 17, 20}[ones]
+		sz := dodBits[ones]
 		u, ok := d.read(sz)
 		if !ok {
 			return false
@@ -307,15 +300,11 @@ func (d *Decoder) read(n uint) (uint64, bool) {
 	return u, true
 }
 
-// refill tops acc up to at least 56 bits while the stream lasts. With
-// eight bytes left it loads them at once and counts the whole bytes that
-// fit; the bits of the byte that does not fit sit below nacc, where the
-// next load writes the same bits again.
+// refill tops acc up to at least 56 bits while the stream lasts (load8
+// with eight bytes left, a byte at a time after that).
 func (d *Decoder) refill() {
 	if d.pos+8 <= len(d.b) {
-		d.acc |= binary.BigEndian.Uint64(d.b[d.pos:]) >> d.nacc
-		d.pos += int(63-d.nacc) >> 3
-		d.nacc |= 56
+		d.acc, d.nacc, d.pos = load8(d.b, d.acc, d.nacc, d.pos)
 		return
 	}
 	for d.nacc <= 56 && d.pos < len(d.b) {
@@ -323,4 +312,12 @@ func (d *Decoder) refill() {
 		d.pos++
 		d.nacc += 8
 	}
+}
+
+// load8 is a refill from b[pos:], which holds at least eight bytes: it
+// loads them at once below acc's nacc bits and counts the whole bytes
+// that fit (nacc becomes 56 to 63). The bits of the byte that does not fit
+// sit below nacc, where the next load writes the same bits again.
+func load8(b []byte, acc uint64, nacc uint, pos int) (uint64, uint, int) {
+	return acc | binary.BigEndian.Uint64(b[pos:])>>nacc, nacc | 56, pos + int(63-nacc)>>3
 }
