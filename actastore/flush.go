@@ -140,8 +140,7 @@ func (s *Store) flushDue() {
 //
 // The caps keep the head flushed well before Commit refuses writes: the
 // threshold stops at half of MaxHeadBytes, and a head holding more than
-// half of MaxHeadSamples is flushed too, down to a quarter (a million
-// series of 20 samples reach the default 20,000,000).
+// half of MaxHeadSamples is flushed too, down to a quarter.
 const (
 	headFlushShare        = 16
 	defaultHeadFlushBytes = 64 << 20

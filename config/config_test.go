@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 		{"storage.wal_sync", c.Storage.WALSync, "always"},
 		{"storage.block_rows", c.Storage.BlockRows, 4096},
 		{"storage.max_head_age", c.Storage.MaxHeadAge, 5 * time.Minute},
-		{"storage.max_head_samples", c.Storage.MaxHeadSamples, int64(20_000_000)},
+		{"storage.max_head_samples", c.Storage.MaxHeadSamples, int64(200_000_000)},
 		{"storage.wal_segment_size", c.Storage.WALSegmentSize, ByteSize(64 << 20)},
 		{"remote_write.max_body_bytes", c.RemoteWrite.MaxBodyBytes, ByteSize(32 << 20)},
 		{"remote_write.max_decoded_bytes", c.RemoteWrite.MaxDecodedBytes, ByteSize(128 << 20)},
