@@ -430,12 +430,21 @@ func checkpointSamples[S any](cb *checkpointBodies, k kind[S], ref uint64, ss []
 const (
 	checkpointRecordBytes = 256 << 10
 	checkpointStartsPiece = 8192
+	// checkpointChunkSlack is room for the entry that fills a chunks body
+	// (a head chunk of 120 samples takes a few hundred bytes).
+	checkpointChunkSlack = 16 << 10
 )
 
 // entry appends one entry to a body of the current batch, which is full
 // once that body reaches checkpointRecordBytes.
 func (cb *checkpointBodies) entry(body int, add func([]byte) []byte) {
 	b := &cb.cur[body]
+	if b.buf == nil && body == bodyChunks {
+		// The chunks body holds nearly all of a float checkpoint's bytes
+		// and fills to checkpointRecordBytes: grown from nothing, every
+		// fresh batch copied its bytes once more on the way.
+		b.buf = make([]byte, 0, checkpointRecordBytes+checkpointChunkSlack)
+	}
 	b.buf = add(b.buf)
 	b.n++
 	if len(b.buf) >= checkpointRecordBytes {
