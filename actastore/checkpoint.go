@@ -430,8 +430,9 @@ func checkpointSamples[S any](cb *checkpointBodies, k kind[S], ref uint64, ss []
 const (
 	checkpointRecordBytes = 256 << 10
 	checkpointStartsPiece = 8192
-	// checkpointChunkSlack is room for the entry that fills a chunks body
-	// (a head chunk of 120 samples takes a few hundred bytes).
+	// checkpointChunkSlack is room for the entry that fills a chunks body:
+	// a head chunk of block_rows' default 4,096 samples takes a few KiB at
+	// 1-2 bytes a sample; a larger one grows the body once.
 	checkpointChunkSlack = 16 << 10
 )
 
